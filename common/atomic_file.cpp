@@ -1,0 +1,134 @@
+#include "atomic_file.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "log.hpp"
+
+namespace onramp
+{
+namespace
+{
+
+std::string dir_of(const std::string &path)
+{
+	auto pos = path.rfind('/');
+	if (pos == std::string::npos)
+		return ".";
+	if (pos == 0)
+		return "/";
+	return path.substr(0, pos);
+}
+
+Status errno_status(const char *what, const std::string &path)
+{
+	return Status::Error(strprintf("%s %s: %s", what, path.c_str(), strerror(errno)));
+}
+
+} // namespace
+
+Status fsync_dir(const std::string &dir)
+{
+	int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return errno_status("open directory", dir);
+	int rc = fsync(fd);
+	int saved = errno;
+	close(fd);
+	if (rc != 0) {
+		errno = saved;
+		return errno_status("fsync directory", dir);
+	}
+	return Status::Ok();
+}
+
+Status write_file_atomic(const std::string &path, const std::string &data, mode_t mode)
+{
+	if (path.empty() || path.back() == '/')
+		return Status::Error("write: not a file path: '" + path + "'");
+	std::string tmpl = path + ".tmp.XXXXXX";
+	int fd = mkostemp(&tmpl[0], O_CLOEXEC);
+	if (fd < 0)
+		return errno_status("create temporary file for", path);
+	Status st;
+	const char *p = data.data();
+	size_t left = data.size();
+	while (left > 0) {
+		ssize_t n = write(fd, p, left);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			st = errno_status("write", tmpl);
+			break;
+		}
+		p += n;
+		left -= static_cast<size_t>(n);
+	}
+	if (st.ok() && fchmod(fd, mode) != 0)
+		st = errno_status("chmod", tmpl);
+	if (st.ok() && fsync(fd) != 0)
+		st = errno_status("fsync", tmpl);
+	if (close(fd) != 0 && st.ok())
+		st = errno_status("close", tmpl);
+	if (st.ok() && rename(tmpl.c_str(), path.c_str()) != 0)
+		st = errno_status("rename into place", path);
+	if (!st.ok()) {
+		unlink(tmpl.c_str());
+		return st;
+	}
+	return fsync_dir(dir_of(path));
+}
+
+Result<std::string> read_file(const std::string &path, size_t max_bytes)
+{
+	int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno_status("open", path);
+	std::string out;
+	char buf[65536];
+	for (;;) {
+		ssize_t n = read(fd, buf, sizeof buf);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			Status st = errno_status("read", path);
+			close(fd);
+			return st;
+		}
+		if (n == 0)
+			break;
+		if (out.size() + static_cast<size_t>(n) > max_bytes) {
+			close(fd);
+			return Status::Error(
+			    strprintf("%s: larger than %zu bytes", path.c_str(), max_bytes));
+		}
+		out.append(buf, static_cast<size_t>(n));
+	}
+	close(fd);
+	return out;
+}
+
+Status make_dirs(const std::string &path, mode_t mode)
+{
+	if (path.empty())
+		return Status::Error("mkdir: empty path");
+	std::string cur;
+	size_t pos = 0;
+	while (pos != std::string::npos) {
+		pos = path.find('/', pos + 1);
+		cur = path.substr(0, pos);
+		if (cur.empty())
+			continue;
+		if (mkdir(cur.c_str(), mode) != 0 && errno != EEXIST)
+			return errno_status("mkdir", cur);
+	}
+	struct stat sb;
+	if (stat(path.c_str(), &sb) != 0 || !S_ISDIR(sb.st_mode))
+		return Status::Error("mkdir " + path + ": exists and is not a directory");
+	return Status::Ok();
+}
+
+} // namespace onramp

@@ -1,0 +1,26 @@
+// The one crash-safe file writer: write to a temp file in the target's
+// directory, fsync it, rename it over the target, fsync the directory.
+// A reader sees the old content or the new one, never a torn file, and
+// after a crash the new content is durable once this returned Ok.
+#pragma once
+
+#include <string>
+#include <sys/types.h>
+
+#include "status.hpp"
+
+namespace onramp
+{
+
+Status write_file_atomic(const std::string &path, const std::string &data, mode_t mode = 0644);
+
+// Read a whole file; refuses files larger than max_bytes.
+Result<std::string> read_file(const std::string &path, size_t max_bytes = 64u << 20);
+
+// mkdir -p with mode for created directories.
+Status make_dirs(const std::string &path, mode_t mode = 0755);
+
+// fsync a directory (after creating or renaming entries in it).
+Status fsync_dir(const std::string &dir);
+
+} // namespace onramp

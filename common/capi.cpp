@@ -1,0 +1,149 @@
+// The C API the plugin shims call (onramp.h). No exception leaves here.
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <new>
+
+#include "config.hpp"
+#include "hostlist.hpp"
+#include "log.hpp"
+#include "onramp.h"
+
+struct onramp_ctx {
+	std::string path;
+	std::string component;
+	mutable std::mutex mu;
+	std::shared_ptr<const onramp::Config> conf; // the last good one
+	std::atomic<uint64_t> generation{0};
+};
+
+namespace
+{
+
+void copy_out(const std::string &s, char *buf, size_t len)
+{
+	if (!buf || len == 0)
+		return;
+	size_t n = s.size() < len - 1 ? s.size() : len - 1;
+	memcpy(buf, s.data(), n);
+	buf[n] = '\0';
+}
+
+} // namespace
+
+extern "C" onramp_ctx_t *onramp_ctx_create(const char *path, const char *component, char *err,
+                                           size_t errlen)
+{
+	try {
+		if (!path) {
+			copy_out("no configuration path", err, errlen);
+			return nullptr;
+		}
+		auto cfg = onramp::Config::load(path);
+		if (!cfg.ok()) {
+			copy_out(cfg.status().message(), err, errlen);
+			return nullptr;
+		}
+		auto *ctx = new onramp_ctx;
+		ctx->path = path;
+		ctx->component = component ? component : "onramp";
+		ctx->conf = std::make_shared<const onramp::Config>(std::move(cfg.value()));
+		ctx->generation = 1;
+		onramp::log_info("%s: loaded %s", ctx->component.c_str(), path);
+		return ctx;
+	} catch (const std::exception &e) {
+		copy_out(std::string("internal error: ") + e.what(), err, errlen);
+	} catch (...) {
+		copy_out("internal error", err, errlen);
+	}
+	return nullptr;
+}
+
+extern "C" int onramp_ctx_reload(onramp_ctx_t *ctx)
+{
+	if (!ctx)
+		return -1;
+	try {
+		auto cfg = onramp::Config::load(ctx->path);
+		if (!cfg.ok()) {
+			onramp::log_error("%s: %s; keeping the last good configuration",
+			                  ctx->component.c_str(), cfg.status().message().c_str());
+			return -1;
+		}
+		{
+			std::lock_guard<std::mutex> g(ctx->mu);
+			ctx->conf = std::make_shared<const onramp::Config>(std::move(cfg.value()));
+		}
+		ctx->generation++;
+		onramp::log_info("%s: loaded %s", ctx->component.c_str(), ctx->path.c_str());
+		return 0;
+	} catch (...) {
+		onramp::log_error("%s: internal error while reloading %s; keeping the last good "
+		                  "configuration",
+		                  ctx->component.c_str(), ctx->path.c_str());
+		return -1;
+	}
+}
+
+extern "C" void onramp_ctx_destroy(onramp_ctx_t *ctx)
+{
+	delete ctx;
+}
+
+extern "C" const char *onramp_ctx_conf_path(const onramp_ctx_t *ctx)
+{
+	return ctx ? ctx->path.c_str() : "";
+}
+
+extern "C" uint64_t onramp_ctx_generation(const onramp_ctx_t *ctx)
+{
+	return ctx ? ctx->generation.load() : 0;
+}
+
+extern "C" int onramp_ctx_get(const onramp_ctx_t *ctx, const char *key, char *buf, size_t buflen)
+{
+	if (!ctx || !key || !onramp::config_key(key))
+		return -1;
+	try {
+		std::shared_ptr<const onramp::Config> c;
+		{
+			std::lock_guard<std::mutex> g(ctx->mu);
+			c = ctx->conf;
+		}
+		copy_out(c->str(key), buf, buflen);
+		return 0;
+	} catch (...) {
+		return -1;
+	}
+}
+
+extern "C" char *onramp_hostlist_expand(const char *expr, char *err, size_t errlen)
+{
+	try {
+		auto r = onramp::hostlist_expand(expr ? expr : "");
+		if (!r.ok()) {
+			copy_out(r.status().message(), err, errlen);
+			return nullptr;
+		}
+		size_t total = 1;
+		for (const auto &h : r.value())
+			total += h.size() + 1;
+		char *out = static_cast<char *>(malloc(total));
+		if (!out) {
+			copy_out("out of memory", err, errlen);
+			return nullptr;
+		}
+		char *p = out;
+		for (const auto &h : r.value()) {
+			memcpy(p, h.c_str(), h.size() + 1);
+			p += h.size() + 1;
+		}
+		*p = '\0';
+		return out;
+	} catch (...) {
+		copy_out("internal error", err, errlen);
+		return nullptr;
+	}
+}

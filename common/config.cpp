@@ -1,0 +1,316 @@
+#include "config.hpp"
+
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <strings.h>
+
+#include "atomic_file.hpp"
+#include "log.hpp"
+
+namespace onramp
+{
+
+const std::vector<KeySpec> &config_schema()
+{
+	static const std::vector<KeySpec> schema = {
+	    {"AdmittedFeature", KeyType::Feature, "onramp_ok", nullptr, 0, 0,
+	     "node feature reported active while the node's admission is valid"},
+	    {"GpuBackend", KeyType::Enum, "real", "real|sim", 0, 0,
+	     "hardware backend: real (CUDA/NCCL/NVML/verbs/hwloc) or sim (test double)"},
+	    {"SimProfileDir", KeyType::Path, nullptr, nullptr, 0, 0,
+	     "directory of per-node simulated hardware profiles (GpuBackend=sim only)"},
+	    {"StateDir", KeyType::Path, "/var/lib/onramp", nullptr, 0, 0,
+	     "onramp's state: admission records, journal"},
+	    {"NodeStateDir", KeyType::Path, "/var/lib/onramp/node", nullptr, 0, 0,
+	     "per-node admission records on the node itself (%n expands to the node name)"},
+	    {"BootIdFile", KeyType::Path, "/proc/sys/kernel/random/boot_id", nullptr, 0, 0,
+	     "where the node's boot identity is read (%n expands to the node name)"},
+	    {"BaselineDir", KeyType::Path, "/etc/slurm/onramp/baselines", nullptr, 0, 0,
+	     "per-SKU baseline and threshold files (JSON)"},
+	    {"Sku", KeyType::String, nullptr, nullptr, 0, 0,
+	     "the SKU name of this site's GPU nodes (baseline file <BaselineDir>/<Sku>.json)"},
+	    {"AdmissionReservation", KeyType::String, "onramp_admission", nullptr, 0, 0,
+	     "the MAINT reservation that holds nodes under admission"},
+	    {"AdmissionAccount", KeyType::String, "onramp", nullptr, 0, 0,
+	     "account admission jobs run under; only admins may use it"},
+	    {"RebootCommand", KeyType::String, "/sbin/reboot", nullptr, 0, 0,
+	     "the site's real reboot command, run by onramp's RebootProgram wrapper"},
+	    {"CheckTimeout", KeyType::Duration, "300", nullptr, 1, 86400,
+	     "default per-check timeout of onramp-admit"},
+	    {"NcclBusBwFraction", KeyType::Double, "0.9", nullptr, 0.01, 1.0,
+	     "single-node NCCL busbw must reach this fraction of the SKU peak"},
+	    {"MemBwFraction", KeyType::Double, "0.8", nullptr, 0.01, 1.0,
+	     "GPU memory bandwidth must reach this fraction of the SKU peak"},
+	    {"XidWindow", KeyType::Duration, "7200", nullptr, 60, 30 * 86400,
+	     "how far back critical XIDs in the kernel log count"},
+	    {"MaxWaveFraction", KeyType::Double, "0.2", nullptr, 0.01, 1.0,
+	     "at most this fraction of a rack is rebooted or under admission at once"},
+	    {"RollbackWindow", KeyType::Duration, "7200", nullptr, 0, 30 * 86400,
+	     "how long the previous checkpoint generation is kept after a migration"},
+	    {"DebugFlags", KeyType::String, nullptr, nullptr, 0, 0,
+	     "comma-separated onramp debug flags (e.g. submit)"},
+	};
+	return schema;
+}
+
+const KeySpec *config_key(const std::string &name)
+{
+	for (const auto &k : config_schema())
+		if (strcasecmp(k.name, name.c_str()) == 0)
+			return &k;
+	return nullptr;
+}
+
+Result<int64_t> parse_duration(const std::string &text)
+{
+	if (text.empty())
+		return Status::Error("empty duration");
+	errno = 0;
+	char *end = nullptr;
+	long long v = strtoll(text.c_str(), &end, 10);
+	if (errno || end == text.c_str() || v < 0)
+		return Status::Error("'" + text +
+		                     "' is not a duration (e.g. 90, 90s, 15m, 2h, 1d)");
+	std::string unit(end);
+	int64_t mult = 1;
+	if (unit.empty() || unit == "s")
+		mult = 1;
+	else if (unit == "m" || unit == "min")
+		mult = 60;
+	else if (unit == "h")
+		mult = 3600;
+	else if (unit == "d")
+		mult = 86400;
+	else
+		return Status::Error("'" + text + "' has an unknown unit '" + unit +
+		                     "' (use s, m, h or d)");
+	if (v > INT64_MAX / mult)
+		return Status::Error("'" + text + "' is too large");
+	return static_cast<int64_t>(v) * mult;
+}
+
+namespace
+{
+
+Status check_value(const KeySpec &k, const std::string &v)
+{
+	auto range = [&](double x) -> Status {
+		if (x < k.min || x > k.max)
+			return Status::Error(
+			    strprintf("%s is out of range [%g, %g]", v.c_str(), k.min, k.max));
+		return Status::Ok();
+	};
+	switch (k.type) {
+	case KeyType::String:
+		if (v.empty())
+			return Status::Error("empty value");
+		return Status::Ok();
+	case KeyType::Path:
+		if (v.empty() || v[0] != '/')
+			return Status::Error("'" + v + "' is not an absolute path");
+		return Status::Ok();
+	case KeyType::Feature:
+		if (v.empty())
+			return Status::Error("empty feature name");
+		for (char c : v)
+			if (!isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' &&
+			    c != '.')
+				return Status::Error(
+				    "'" + v +
+				    "' is not a valid feature name (letters, digits, _ - .)");
+		return Status::Ok();
+	case KeyType::Int: {
+		errno = 0;
+		char *end = nullptr;
+		long long x = strtoll(v.c_str(), &end, 10);
+		if (errno || end == v.c_str() || *end)
+			return Status::Error("'" + v + "' is not an integer");
+		return range(static_cast<double>(x));
+	}
+	case KeyType::Double: {
+		errno = 0;
+		char *end = nullptr;
+		double x = strtod(v.c_str(), &end);
+		if (errno || end == v.c_str() || *end || !std::isfinite(x))
+			return Status::Error("'" + v + "' is not a number");
+		return range(x);
+	}
+	case KeyType::Bool:
+		if (strcasecmp(v.c_str(), "yes") && strcasecmp(v.c_str(), "no") &&
+		    strcasecmp(v.c_str(), "true") && strcasecmp(v.c_str(), "false") && v != "1" &&
+		    v != "0")
+			return Status::Error("'" + v + "' is not yes/no");
+		return Status::Ok();
+	case KeyType::Enum: {
+		std::string choices = k.choices;
+		size_t start = 0;
+		while (start <= choices.size()) {
+			size_t bar = choices.find('|', start);
+			std::string c = choices.substr(start, bar - start);
+			if (strcasecmp(c.c_str(), v.c_str()) == 0)
+				return Status::Ok();
+			if (bar == std::string::npos)
+				break;
+			start = bar + 1;
+		}
+		std::string list = choices;
+		for (auto &ch : list)
+			if (ch == '|')
+				ch = ',';
+		return Status::Error("'" + v + "' is not one of " + list);
+	}
+	case KeyType::Duration: {
+		auto d = parse_duration(v);
+		if (!d.ok())
+			return d.status();
+		return range(static_cast<double>(d.value()));
+	}
+	}
+	return Status::Ok();
+}
+
+// Split one line into tokens; '#' outside quotes ends the line.
+Status tokenize(const std::string &line, std::vector<std::string> &out)
+{
+	std::string cur;
+	bool in_tok = false, quoted = false;
+	for (size_t i = 0; i < line.size(); i++) {
+		char c = line[i];
+		if (quoted) {
+			if (c == '"')
+				quoted = false;
+			else
+				cur += c;
+			continue;
+		}
+		if (c == '#')
+			break;
+		if (c == '"') {
+			quoted = true;
+			in_tok = true;
+			continue;
+		}
+		if (isspace(static_cast<unsigned char>(c))) {
+			if (in_tok)
+				out.push_back(cur);
+			cur.clear();
+			in_tok = false;
+			continue;
+		}
+		cur += c;
+		in_tok = true;
+	}
+	if (quoted)
+		return Status::Error("unterminated quote");
+	if (in_tok)
+		out.push_back(cur);
+	return Status::Ok();
+}
+
+} // namespace
+
+Result<Config> Config::load(const std::string &path)
+{
+	auto text = read_file(path, 1u << 20);
+	if (!text.ok())
+		return text.status();
+	return parse(text.value(), path);
+}
+
+Result<Config> Config::parse(const std::string &text, const std::string &origin)
+{
+	Config cfg;
+	cfg.origin_ = origin;
+	int lineno = 0;
+	size_t pos = 0;
+	while (pos <= text.size()) {
+		size_t nl = text.find('\n', pos);
+		std::string line =
+		    text.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
+		pos = (nl == std::string::npos) ? text.size() + 1 : nl + 1;
+		lineno++;
+		auto where = [&](const std::string &msg) {
+			return Status::Error(
+			    strprintf("%s:%d: %s", origin.c_str(), lineno, msg.c_str()));
+		};
+		if (line.find('\0') != std::string::npos)
+			return where("NUL byte in line");
+		std::vector<std::string> toks;
+		Status st = tokenize(line, toks);
+		if (!st.ok())
+			return where(st.message());
+		for (const auto &tok : toks) {
+			size_t eq = tok.find('=');
+			if (eq == std::string::npos)
+				return where("'" + tok + "' is not of the form Key=Value");
+			std::string key = tok.substr(0, eq), value = tok.substr(eq + 1);
+			if (key.empty())
+				return where("'" + tok + "' has no key before '='");
+			const KeySpec *spec = config_key(key);
+			if (!spec)
+				return where("unknown key '" + key + "'");
+			auto it = cfg.values_.find(spec->name);
+			if (it != cfg.values_.end())
+				return where(strprintf("key '%s' repeated (first set at line %d)",
+				                       spec->name, it->second.line));
+			Status vs = check_value(*spec, value);
+			if (!vs.ok())
+				return where(std::string("key '") + spec->name +
+				             "': " + vs.message());
+			cfg.values_[spec->name] = Entry{value, lineno};
+		}
+	}
+	return cfg;
+}
+
+std::string Config::str(const std::string &key) const
+{
+	const KeySpec *spec = config_key(key);
+	if (!spec)
+		return "";
+	auto it = values_.find(spec->name);
+	if (it != values_.end())
+		return it->second.value;
+	return spec->def ? spec->def : "";
+}
+
+int64_t Config::integer(const std::string &key) const
+{
+	return strtoll(str(key).c_str(), nullptr, 10);
+}
+
+double Config::number(const std::string &key) const
+{
+	return strtod(str(key).c_str(), nullptr);
+}
+
+bool Config::boolean(const std::string &key) const
+{
+	std::string v = str(key);
+	return !strcasecmp(v.c_str(), "yes") || !strcasecmp(v.c_str(), "true") || v == "1";
+}
+
+int64_t Config::seconds(const std::string &key) const
+{
+	auto d = parse_duration(str(key));
+	return d.ok() ? d.value() : 0;
+}
+
+bool Config::is_set(const std::string &key) const
+{
+	const KeySpec *spec = config_key(key);
+	return spec && values_.count(spec->name);
+}
+
+int Config::line_of(const std::string &key) const
+{
+	const KeySpec *spec = config_key(key);
+	if (!spec)
+		return 0;
+	auto it = values_.find(spec->name);
+	return it == values_.end() ? 0 : it->second.line;
+}
+
+} // namespace onramp

@@ -1,0 +1,66 @@
+// onramp.conf: Slurm-style "Key=Value" configuration.
+//
+// Grammar (as slurm.conf): one or more Key=Value pairs per line separated by
+// blanks; '#' starts a comment outside quotes; values containing blanks are
+// double-quoted; keys are case-insensitive. Every key must be known to the
+// schema below, may appear once, and its value is checked against its type.
+// Every error names the file, the line and the key.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "status.hpp"
+
+namespace onramp
+{
+
+enum class KeyType { String, Path, Int, Double, Bool, Enum, Duration, Feature };
+
+struct KeySpec {
+	const char *name; // canonical spelling, e.g. "GpuBackend"
+	KeyType type;
+	const char *def;     // default value as text, or nullptr for "unset"
+	const char *choices; // Enum: "real|sim"
+	double min, max;     // Int/Double/Duration(seconds) bounds
+	const char *help;    // one line for onramp.conf(5) and --help
+};
+
+// The schema of onramp.conf, in documentation order.
+const std::vector<KeySpec> &config_schema();
+const KeySpec *config_key(const std::string &name); // case-insensitive
+
+// Parse "90", "90s", "15m", "2h", "1d" into seconds.
+Result<int64_t> parse_duration(const std::string &text);
+
+class Config
+{
+public:
+	// Load and validate a file (file I/O).
+	static Result<Config> load(const std::string &path);
+	// Parse text; origin names the source in error messages.
+	static Result<Config> parse(const std::string &text, const std::string &origin);
+
+	// Effective values (the default when not set). REQUIRES: key in schema.
+	std::string str(const std::string &key) const;
+	int64_t integer(const std::string &key) const;
+	double number(const std::string &key) const;
+	bool boolean(const std::string &key) const;
+	int64_t seconds(const std::string &key) const;
+	bool is_set(const std::string &key) const;
+	// Line where key was set (0 when defaulted).
+	int line_of(const std::string &key) const;
+	const std::string &origin() const { return origin_; }
+
+private:
+	struct Entry {
+		std::string value;
+		int line;
+	};
+	std::string origin_;
+	std::map<std::string, Entry> values_; // canonical key -> entry
+};
+
+} // namespace onramp

@@ -1,0 +1,21 @@
+// Slurm hostlists ("node[1-4,7],gpu[01-02]") through libslurm's public
+// slurm_hostlist_* API: inside a daemon the symbols resolve to the daemon's
+// own Slurm library, in tools to libslurm.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "status.hpp"
+
+namespace onramp
+{
+
+// Expand an expression into host names, in order, duplicates kept.
+// Rejects empty input, unbalanced brackets and characters outside
+// [A-Za-z0-9._-[],].
+Result<std::vector<std::string>> hostlist_expand(const std::string &expr);
+// Compress names into Slurm's ranged form (sorted, duplicates removed).
+std::string hostlist_compress(const std::vector<std::string> &hosts);
+
+} // namespace onramp

@@ -1,0 +1,63 @@
+/*
+ * onramp.h - the plain C API of libonramp, the only onramp header the Slurm
+ * plugin shims include. It never exposes C++ types, never throws, and never
+ * calls back into Slurm: every function is safe to call under slurmctld's
+ * locks unless its comment says it does file I/O.
+ */
+#ifndef ONRAMP_H
+#define ONRAMP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- log */
+#define ONRAMP_LOG_ERROR 0
+#define ONRAMP_LOG_WARN 1
+#define ONRAMP_LOG_INFO 2
+#define ONRAMP_LOG_VERBOSE 3
+#define ONRAMP_LOG_DEBUG 4
+
+typedef void (*onramp_log_sink_fn)(int level, const char *msg);
+/* Route every libonramp message to fn (NULL: back to stderr). A plugin
+ * installs a sink that calls Slurm's error()/info()/verbose()/debug(). */
+void onramp_log_set_sink(onramp_log_sink_fn fn);
+
+/* ------------------------------------------------------------- config */
+typedef struct onramp_ctx onramp_ctx_t;
+
+/*
+ * Load onramp.conf from path (file I/O). On error returns NULL and writes a
+ * message naming the file, line and key into err (errlen bytes). component
+ * prefixes log lines, e.g. "job_submit/onramp".
+ */
+onramp_ctx_t *onramp_ctx_create(const char *path, const char *component, char *err, size_t errlen);
+/*
+ * Re-read the file the context was created from (file I/O). A bad file is
+ * logged with its line number and the last good configuration stays in
+ * force. Returns 0 when the new file was loaded, -1 when it was rejected.
+ * Thread-safe against concurrent readers.
+ */
+int onramp_ctx_reload(onramp_ctx_t *ctx);
+void onramp_ctx_destroy(onramp_ctx_t *ctx);
+/* Path of the configuration file in force. */
+const char *onramp_ctx_conf_path(const onramp_ctx_t *ctx);
+/* How many times a configuration was loaded successfully (1 after create). */
+uint64_t onramp_ctx_generation(const onramp_ctx_t *ctx);
+/* Copy the effective value of key (default applied) into buf; returns 0,
+ * or -1 for an unknown key. */
+int onramp_ctx_get(const onramp_ctx_t *ctx, const char *key, char *buf, size_t buflen);
+
+/* ------------------------------------------------------------ hostlist */
+/* Expand a Slurm hostlist expression; returns a malloc'd NUL-separated,
+ * double-NUL terminated list, or NULL with err set. Free with free(). */
+char *onramp_hostlist_expand(const char *expr, char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ONRAMP_H */

@@ -1,0 +1,95 @@
+// onramp.conf parser: values, defaults, and errors that name file, line, key.
+#include "unit.hpp"
+
+#include "config.hpp"
+
+using onramp::Config;
+
+static void defaults_apply_when_unset(void **)
+{
+	auto c = Config::parse("# only a comment\n\n", "t.conf");
+	assert_true(c.ok());
+	assert_string_equal(c->str("AdmittedFeature").c_str(), "onramp_ok");
+	assert_string_equal(c->str("GpuBackend").c_str(), "real");
+	assert_false(c->is_set("GpuBackend"));
+	assert_int_equal(c->seconds("RollbackWindow"), 7200);
+	assert_true(c->number("NcclBusBwFraction") > 0.89 && c->number("NcclBusBwFraction") < 0.91);
+}
+
+static void values_keys_case_insensitive_several_per_line(void **)
+{
+	auto c = Config::parse("gpubackend=sim  AdmittedFeature=adm_ok # trailing comment\n"
+	                       "RebootCommand=\"/usr/sbin/reboot -f\"\nRollbackWindow=3h\n",
+	                       "t.conf");
+	assert_true(c.ok());
+	assert_string_equal(c->str("GpuBackend").c_str(), "sim");
+	assert_string_equal(c->str("admittedfeature").c_str(), "adm_ok");
+	assert_string_equal(c->str("RebootCommand").c_str(), "/usr/sbin/reboot -f");
+	assert_int_equal(c->seconds("RollbackWindow"), 3 * 3600);
+	assert_int_equal(c->line_of("RebootCommand"), 2);
+	assert_int_equal(c->line_of("StateDir"), 0);
+}
+
+static void unknown_key_names_file_line_key(void **)
+{
+	auto c = Config::parse("GpuBackend=sim\n\nThisIsNotAKey=1\n", "/etc/slurm/onramp.conf");
+	assert_false(c.ok());
+	assert_string_equal(c.status().message().c_str(),
+	                    "/etc/slurm/onramp.conf:3: unknown key 'ThisIsNotAKey'");
+}
+
+static void malformed_values_are_refused(void **)
+{
+	struct {
+		const char *text, *expect;
+	} cases[] = {
+	    {"GpuBackend=gpu\n", "t.conf:1: key 'GpuBackend': 'gpu' is not one of real,sim"},
+	    {"NcclBusBwFraction=1.5\n", "t.conf:1: key 'NcclBusBwFraction': 1.5 is out of range"},
+	    {"NcclBusBwFraction=fast\n", "'fast' is not a number"},
+	    {"\nRollbackWindow=2w\n", "t.conf:2: key 'RollbackWindow': '2w' has an unknown unit"},
+	    {"StateDir=relative/path\n", "is not an absolute path"},
+	    {"AdmittedFeature=bad,feature\n", "is not a valid feature name"},
+	    {"just-a-word\n", "t.conf:1: 'just-a-word' is not of the form Key=Value"},
+	    {"=value\n", "has no key before '='"},
+	    {"RebootCommand=\"unterminated\n", "t.conf:1: unterminated quote"},
+	    {"GpuBackend=sim\nGPUBACKEND=real\n",
+	     "t.conf:2: key 'GpuBackend' repeated (first set at line 1)"},
+	    {"AdmissionAccount=\n", "key 'AdmissionAccount': empty value"},
+	};
+	for (auto &tc : cases) {
+		auto c = Config::parse(tc.text, "t.conf");
+		assert_false(c.ok());
+		assert_contains(c.status().message(), tc.expect);
+	}
+}
+
+static void durations(void **)
+{
+	assert_int_equal(onramp::parse_duration("90").value(), 90);
+	assert_int_equal(onramp::parse_duration("15m").value(), 900);
+	assert_int_equal(onramp::parse_duration("1d").value(), 86400);
+	assert_false(onramp::parse_duration("").ok());
+	assert_false(onramp::parse_duration("-5").ok());
+	assert_false(onramp::parse_duration("h").ok());
+	assert_false(onramp::parse_duration("99999999999999999999d").ok());
+}
+
+static void load_missing_file_names_it(void **)
+{
+	auto c = Config::load("/nonexistent/onramp.conf");
+	assert_false(c.ok());
+	assert_contains(c.status().message(), "/nonexistent/onramp.conf");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(defaults_apply_when_unset),
+	    cmocka_unit_test(values_keys_case_insensitive_several_per_line),
+	    cmocka_unit_test(unknown_key_names_file_line_key),
+	    cmocka_unit_test(malformed_values_are_refused),
+	    cmocka_unit_test(durations),
+	    cmocka_unit_test(load_missing_file_names_it),
+	};
+	return cmocka_run_group_tests_name("config", tests, NULL, NULL);
+}

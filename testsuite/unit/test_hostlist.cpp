@@ -1,0 +1,51 @@
+// Hostlists through libslurm: expansion, compression, bad input.
+#include "unit.hpp"
+
+#include "hostlist.hpp"
+
+using namespace onramp;
+
+static void expand_ranges_and_lists(void **)
+{
+	auto r = hostlist_expand("node[1-3,7],gpu[01-02]");
+	assert_true(r.ok());
+	std::vector<std::string> want = {"node1", "node2", "node3", "node7", "gpu01", "gpu02"};
+	assert_true(r.value() == want);
+}
+
+static void compress_sorts_and_dedups(void **)
+{
+	assert_string_equal(
+	    hostlist_compress({"node3", "node1", "node2", "node2", "node10"}).c_str(),
+	    "node[1-3,10]");
+	assert_string_equal(hostlist_compress({}).c_str(), "");
+}
+
+static void bad_input_is_named(void **)
+{
+	const char *bad[] = {"", "node[1-3", "node1-3]", "node[[1]]", "node 1", "node;rm"};
+	for (const char *b : bad) {
+		auto r = hostlist_expand(b);
+		assert_false(r.ok());
+		assert_contains(r.status().message(), "hostlist");
+	}
+}
+
+static void large_round_trip(void **)
+{
+	auto r = hostlist_expand("n[00001-25000]");
+	assert_true(r.ok());
+	assert_int_equal(r.value().size(), 25000);
+	assert_string_equal(hostlist_compress(r.value()).c_str(), "n[00001-25000]");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(expand_ranges_and_lists),
+	    cmocka_unit_test(compress_sorts_and_dedups),
+	    cmocka_unit_test(bad_input_is_named),
+	    cmocka_unit_test(large_round_trip),
+	};
+	return cmocka_run_group_tests_name("hostlist", tests, NULL, NULL);
+}
