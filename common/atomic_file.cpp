@@ -8,10 +8,8 @@
 
 #include "log.hpp"
 
-namespace onramp
-{
-namespace
-{
+namespace onramp {
+namespace {
 
 std::string dir_of(const std::string &path)
 {

@@ -9,8 +9,7 @@
 
 #include "status.hpp"
 
-namespace onramp
-{
+namespace onramp {
 
 Status write_file_atomic(const std::string &path, const std::string &data, mode_t mode = 0644);
 

@@ -1,26 +1,15 @@
 // The C API the plugin shims call (onramp.h). No exception leaves here.
-#include <atomic>
 #include <cstdlib>
 #include <cstring>
-#include <memory>
-#include <mutex>
 #include <new>
 
-#include "config.hpp"
+#include "ctx.hpp"
 #include "hostlist.hpp"
 #include "log.hpp"
-#include "onramp.h"
 
-struct onramp_ctx {
-	std::string path;
-	std::string component;
-	mutable std::mutex mu;
-	std::shared_ptr<const onramp::Config> conf; // the last good one
-	std::atomic<uint64_t> generation{0};
-};
+using onramp::copy_out;
 
-namespace
-{
+namespace onramp {
 
 void copy_out(const std::string &s, char *buf, size_t len)
 {
@@ -31,7 +20,7 @@ void copy_out(const std::string &s, char *buf, size_t len)
 	buf[n] = '\0';
 }
 
-} // namespace
+} // namespace onramp
 
 extern "C" onramp_ctx_t *onramp_ctx_create(const char *path, const char *component, char *err,
                                            size_t errlen)
@@ -107,12 +96,7 @@ extern "C" int onramp_ctx_get(const onramp_ctx_t *ctx, const char *key, char *bu
 	if (!ctx || !key || !onramp::config_key(key))
 		return -1;
 	try {
-		std::shared_ptr<const onramp::Config> c;
-		{
-			std::lock_guard<std::mutex> g(ctx->mu);
-			c = ctx->conf;
-		}
-		copy_out(c->str(key), buf, buflen);
+		copy_out(onramp::ctx_config(ctx)->str(key), buf, buflen);
 		return 0;
 	} catch (...) {
 		return -1;

@@ -9,8 +9,7 @@
 #include "atomic_file.hpp"
 #include "log.hpp"
 
-namespace onramp
-{
+namespace onramp {
 
 const std::vector<KeySpec> &config_schema()
 {
@@ -91,8 +90,7 @@ Result<int64_t> parse_duration(const std::string &text)
 	return static_cast<int64_t>(v) * mult;
 }
 
-namespace
-{
+namespace {
 
 Status check_value(const KeySpec &k, const std::string &v)
 {

@@ -14,8 +14,7 @@
 
 #include "status.hpp"
 
-namespace onramp
-{
+namespace onramp {
 
 enum class KeyType { String, Path, Int, Double, Bool, Enum, Duration, Feature };
 
@@ -35,8 +34,7 @@ const KeySpec *config_key(const std::string &name); // case-insensitive
 // Parse "90", "90s", "15m", "2h", "1d" into seconds.
 Result<int64_t> parse_duration(const std::string &text);
 
-class Config
-{
+class Config {
 public:
 	// Load and validate a file (file I/O).
 	static Result<Config> load(const std::string &path);

@@ -4,10 +4,8 @@
 #include <cstdlib>
 #include <slurm/slurm.h>
 
-namespace onramp
-{
-namespace
-{
+namespace onramp {
+namespace {
 
 Status validate(const std::string &expr)
 {

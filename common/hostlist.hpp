@@ -8,8 +8,7 @@
 
 #include "status.hpp"
 
-namespace onramp
-{
+namespace onramp {
 
 // Expand an expression into host names, in order, duplicates kept.
 // Rejects empty input, unbalanced brackets and characters outside

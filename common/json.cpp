@@ -6,8 +6,7 @@
 #include "atomic_file.hpp"
 #include "log.hpp"
 
-namespace onramp
-{
+namespace onramp {
 
 Json &Json::set(const char *key, Json v)
 {

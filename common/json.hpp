@@ -12,11 +12,9 @@
 
 #include "status.hpp"
 
-namespace onramp
-{
+namespace onramp {
 
-class Json
-{
+class Json {
 public:
 	Json() = default;
 	// Takes ownership of one reference.
@@ -65,8 +63,7 @@ Result<Json> json_parse(const std::string &text, const std::string &origin);
 // Read and parse a file (file I/O).
 Result<Json> json_load_file(const std::string &path);
 
-class JsonReader
-{
+class JsonReader {
 public:
 	explicit JsonReader(std::string origin) : origin_(std::move(origin)) {}
 

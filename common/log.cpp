@@ -7,10 +7,8 @@
 #include <mutex>
 #include <vector>
 
-namespace onramp
-{
-namespace
-{
+namespace onramp {
+namespace {
 
 std::atomic<onramp_log_sink_fn> g_sink{nullptr};
 std::atomic<int> g_stderr_level{-1};

@@ -7,8 +7,7 @@
 
 #include "onramp.h"
 
-namespace onramp
-{
+namespace onramp {
 
 enum class LogLevel {
 	Error = ONRAMP_LOG_ERROR,

@@ -56,6 +56,16 @@ int onramp_ctx_get(const onramp_ctx_t *ctx, const char *key, char *buf, size_t b
  * double-NUL terminated list, or NULL with err set. Free with free(). */
 char *onramp_hostlist_expand(const char *expr, char *err, size_t errlen);
 
+/* ----------------------------------------------------------- admission */
+/*
+ * Is node admitted for its current boot and baseline? Reads the node's
+ * admission record (NodeStateDir), its boot identity (BootIdFile) and the
+ * SKU baseline digest (file I/O, no network, no Slurm calls).
+ * Returns 1 admitted, 0 not admitted, -1 could not judge; why says which
+ * and why ("no admission record", "boot changed", "FAIL NCCL_BW_LOW: ...").
+ */
+int onramp_admission_check(onramp_ctx_t *ctx, const char *node, char *why, size_t whylen);
+
 #ifdef __cplusplus
 }
 #endif

@@ -6,11 +6,9 @@
 #include <string>
 #include <utility>
 
-namespace onramp
-{
+namespace onramp {
 
-class Status
-{
+class Status {
 public:
 	Status() = default;
 	static Status Ok() { return Status(); }
@@ -28,8 +26,7 @@ private:
 };
 
 // A value or the Status that says why there is none.
-template <typename T> class Result
-{
+template <typename T> class Result {
 public:
 	Result(T value) : value_(std::move(value)) {}
 	Result(Status st) : status_(std::move(st)) {}

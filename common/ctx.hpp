@@ -1,0 +1,32 @@
+// The C API's context object, shared by the C API translation units.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "config.hpp"
+#include "onramp.h"
+
+struct onramp_ctx {
+	std::string path;
+	std::string component;
+	mutable std::mutex mu;
+	std::shared_ptr<const onramp::Config> conf; // the last good one
+	std::atomic<uint64_t> generation{0};
+};
+
+namespace onramp {
+
+// The configuration in force (never null for a created context).
+inline std::shared_ptr<const Config> ctx_config(const onramp_ctx_t *ctx)
+{
+	std::lock_guard<std::mutex> g(ctx->mu);
+	return ctx->conf;
+}
+
+// Copy s into a C buffer of len bytes, always NUL-terminated.
+void copy_out(const std::string &s, char *buf, size_t len);
+
+} // namespace onramp
