@@ -14,12 +14,10 @@
 #include <slurm/slurm.h>
 #include <slurm/slurm_errno.h>
 
-#include "src/common/read_config.h"
-#include "src/common/xmalloc.h"
 #include "src/slurmctld/locks.h"
 #include "src/slurmctld/slurmctld.h"
 
-#include "onramp.h"
+#include "onramp_shim.h"
 
 const char plugin_name[] = "onramp job_submit plugin";
 const char plugin_type[] = "job_submit/onramp";
@@ -31,25 +29,6 @@ static bool watch_running = false;
 static bool watch_stop = false;
 static pthread_mutex_t watch_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t watch_cond = PTHREAD_COND_INITIALIZER;
-
-static void _log_sink(int level, const char *msg)
-{
-	switch (level) {
-	case ONRAMP_LOG_ERROR:
-		error("%s", msg);
-		break;
-	case ONRAMP_LOG_WARN:
-	case ONRAMP_LOG_INFO:
-		info("%s", msg);
-		break;
-	case ONRAMP_LOG_VERBOSE:
-		verbose("%s", msg);
-		break;
-	default:
-		debug("%s", msg);
-		break;
-	}
-}
 
 static time_t _conf_update_time(void)
 {
@@ -91,17 +70,10 @@ static void *_watch(void *arg)
 
 extern int init(void)
 {
-	char err[1024] = "";
-	char *path = get_extra_conf_path("onramp.conf");
-
-	onramp_log_set_sink(_log_sink);
-	ctx = onramp_ctx_create(path, plugin_type, err, sizeof(err));
-	if (!ctx) {
-		error("%s: %s", plugin_type, err);
-		xfree(path);
+	onramp_shim_log_init();
+	ctx = onramp_shim_ctx_create(plugin_type);
+	if (!ctx)
 		return SLURM_ERROR;
-	}
-	xfree(path);
 	watch_stop = false;
 	if (pthread_create(&watch_tid, NULL, _watch, NULL) == 0)
 		watch_running = true;

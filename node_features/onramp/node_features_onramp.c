@@ -1,0 +1,247 @@
+/*****************************************************************************\
+ *  node_features_onramp.c - the admission gate as Slurm sees it (C shim).
+ *
+ *  In slurmd, node_state() reports the admitted feature (AdmittedFeature in
+ *  onramp.conf, default "onramp_ok") as available always and as active only
+ *  while the node's own admission record is PASS for its current boot and
+ *  baseline (libonramp decides; a reboot revokes admission by itself).
+ *  The feature is deliberately NOT changeable: slurmctld would otherwise
+ *  reboot nodes to obtain it. In slurmctld, node_xlate() merges what slurmd
+ *  reports so a node that lost admission also loses the active feature.
+ *
+ *  Never fatal: a bad onramp.conf is logged and the node reports itself not
+ *  admitted (fail closed); nothing here blocks registration.
+\*****************************************************************************/
+
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <string.h>
+
+#include <slurm/slurm.h>
+#include <slurm/slurm_errno.h>
+
+#include "src/common/bitstring.h"
+#include "src/common/list.h"
+#include "src/common/node_conf.h"
+#include "src/common/read_config.h"
+#include "src/common/run_in_daemon.h"
+#include "src/common/xmalloc.h"
+#include "src/common/xstring.h"
+#include "src/slurmd/slurmd/slurmd.h"
+
+#include "onramp_shim.h"
+
+const char plugin_name[] = "onramp admission gate node_features plugin";
+const char plugin_type[] = "node_features/onramp";
+const uint32_t plugin_version = SLURM_VERSION_NUMBER;
+
+#define DEFAULT_FEATURE "onramp_ok"
+
+static onramp_ctx_t *ctx = NULL;
+static char feature[128] = DEFAULT_FEATURE;
+
+static void _load(void)
+{
+	if (ctx) {
+		(void)onramp_ctx_reload(ctx);
+	} else {
+		ctx = onramp_shim_ctx_create(plugin_type);
+	}
+	if (!ctx || onramp_ctx_get(ctx, "AdmittedFeature", feature, sizeof(feature)))
+		strlcpy(feature, DEFAULT_FEATURE, sizeof(feature));
+}
+
+/* This slurmd's node name (multiple-slurmd: the -N name). */
+static const char *_slurmd_node_name(void)
+{
+	slurmd_conf_t **cp;
+
+	if (!running_in_slurmd())
+		return NULL;
+	cp = dlsym(RTLD_DEFAULT, "conf");
+	if (!cp || !*cp)
+		return NULL;
+	return (*cp)->node_name;
+}
+
+static bool _is_ours(const char *tok)
+{
+	return !xstrcmp(tok, feature);
+}
+
+/* Append tok to a comma list unless present. */
+static void _add(char **list, const char *tok)
+{
+	char *copy, *t, *save = NULL;
+	bool found = false;
+
+	if (!tok || !tok[0])
+		return;
+	copy = xstrdup(*list);
+	for (t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save))
+		if (!xstrcmp(t, tok))
+			found = true;
+	xfree(copy);
+	if (!found)
+		xstrfmtcat(*list, "%s%s", (*list && (*list)[0]) ? "," : "", tok);
+}
+
+extern int init(void)
+{
+	onramp_shim_log_init();
+	_load();
+	return SLURM_SUCCESS;
+}
+
+extern int fini(void)
+{
+	onramp_ctx_destroy(ctx);
+	ctx = NULL;
+	onramp_log_set_sink(NULL);
+	return SLURM_SUCCESS;
+}
+
+extern int node_features_p_reconfig(void)
+{
+	_load();
+	return SLURM_SUCCESS;
+}
+
+extern bool node_features_p_changeable_feature(char *input)
+{
+	return false;
+}
+
+extern int node_features_p_job_valid(char *job_features)
+{
+	return SLURM_SUCCESS;
+}
+
+extern char *node_features_p_job_xlate(char *job_features)
+{
+	/* No job feature is ever obtained by rebooting. */
+	return NULL;
+}
+
+extern int node_features_p_node_set(char *active_features)
+{
+	return SLURM_SUCCESS;
+}
+
+extern void node_features_p_node_state(char **avail_modes, char **current_mode)
+{
+	const char *node = _slurmd_node_name();
+	char why[512] = "";
+	int rc;
+
+	if (!avail_modes || !current_mode)
+		return;
+	_add(avail_modes, feature);
+	/* Non-NULL even when empty, so slurmctld drops a stale active copy. */
+	if (!*current_mode)
+		*current_mode = xstrdup("");
+	if (!node) {
+		error("%s: cannot tell this slurmd's node name; reporting %s inactive", plugin_type,
+		      feature);
+		return;
+	}
+	if (!ctx) {
+		error("%s: node %s: onramp.conf not loaded; reporting %s inactive", plugin_type,
+		      node, feature);
+		return;
+	}
+	rc = onramp_admission_check(ctx, node, why, sizeof(why));
+	if (rc == 1) {
+		_add(current_mode, feature);
+		info("%s: node %s: admitted (%s); %s active", plugin_type, node, why, feature);
+	} else {
+		info("%s: node %s: not admitted: %s; %s inactive", plugin_type, node, why, feature);
+	}
+}
+
+extern char *node_features_p_node_xlate(char *new_features, char *orig_features,
+                                        char *avail_features, int node_inx)
+{
+	/* merged = new_features U (orig_features - {our feature}) */
+	char *merged = NULL, *copy, *t, *save = NULL;
+
+	copy = xstrdup(new_features);
+	for (t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save))
+		_add(&merged, t);
+	xfree(copy);
+	copy = xstrdup(orig_features);
+	save = NULL;
+	for (t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save))
+		if (!_is_ours(t))
+			_add(&merged, t);
+	xfree(copy);
+	return merged;
+}
+
+extern char *node_features_p_node_xlate2(char *new_features)
+{
+	return xstrdup(new_features);
+}
+
+extern bool node_features_p_node_power(void)
+{
+	return false;
+}
+
+extern void node_features_p_get_config(config_plugin_params_t *p)
+{
+	config_key_pair_t *kp;
+
+	xstrcat(p->name, plugin_type);
+	kp = xmalloc(sizeof(*kp));
+	kp->name = xstrdup("AdmittedFeature");
+	kp->value = xstrdup(feature);
+	list_append(p->key_pairs, kp);
+	kp = xmalloc(sizeof(*kp));
+	kp->name = xstrdup("ConfigFile");
+	kp->value = xstrdup(ctx ? onramp_ctx_conf_path(ctx) : "(not loaded)");
+	list_append(p->key_pairs, kp);
+}
+
+extern bitstr_t *node_features_p_get_node_bitmap(void)
+{
+	/* No node is ever rebooted to obtain an onramp feature. */
+	return bit_alloc(node_record_count);
+}
+
+extern uint32_t node_features_p_boot_time(void)
+{
+	return 300;
+}
+
+extern uint32_t node_features_p_reboot_weight(void)
+{
+	return INFINITE - 1;
+}
+
+extern bool node_features_p_user_update(uid_t uid)
+{
+	return false;
+}
+
+extern void node_features_p_step_config(bool mem_sort, bitstr_t *numa_bitmap) {}
+
+extern int node_features_p_overlap(bitstr_t *active_bitmap)
+{
+	return bit_set_count(active_bitmap);
+}
+
+extern int node_features_p_get_node(char *node_list)
+{
+	return SLURM_SUCCESS;
+}
+
+extern int node_features_p_node_update(char *active_features, bitstr_t *node_bitmap)
+{
+	return SLURM_SUCCESS;
+}
+
+extern bool node_features_p_node_update_valid(void *node_ptr, update_node_msg_t *update_node_msg)
+{
+	return true;
+}
