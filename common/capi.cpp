@@ -6,6 +6,7 @@
 #include "ctx.hpp"
 #include "hostlist.hpp"
 #include "log.hpp"
+#include "submit.hpp"
 
 using onramp::copy_out;
 
@@ -129,5 +130,37 @@ extern "C" char *onramp_hostlist_expand(const char *expr, char *err, size_t errl
 	} catch (...) {
 		copy_out("internal error", err, errlen);
 		return nullptr;
+	}
+}
+
+extern "C" int onramp_job_decide(onramp_ctx_t *ctx, const onramp_job_t *job, int is_modify,
+                                 char *msg, size_t msglen)
+{
+	copy_out("", msg, msglen);
+	if (!ctx || !job)
+		return 0;
+	try {
+		auto s = [](const char *p) { return std::string(p ? p : ""); };
+		onramp::JobView v;
+		v.submit_uid = job->submit_uid;
+		v.submit_is_admin = job->submit_is_admin != 0;
+		v.account = s(job->account);
+		v.qos = s(job->qos);
+		v.partition = s(job->partition);
+		v.reservation = s(job->reservation);
+		v.name = s(job->name);
+		v.features = s(job->features);
+		v.min_nodes = job->min_nodes;
+		v.max_nodes = job->max_nodes;
+		auto cfg = onramp::ctx_config(ctx);
+		onramp::Decision d =
+		    is_modify ? onramp::decide_modify(*cfg, v) : onramp::decide_submit(*cfg, v);
+		copy_out(d.message, msg, msglen);
+		return d.reject ? -1 : 0;
+	} catch (...) {
+		// Never reject a user's job because of our own internal error.
+		copy_out("onramp: internal error in the submit policy; job accepted unchanged", msg,
+		         msglen);
+		return 0;
 	}
 }

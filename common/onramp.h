@@ -56,6 +56,30 @@ int onramp_ctx_get(const onramp_ctx_t *ctx, const char *key, char *buf, size_t b
  * double-NUL terminated list, or NULL with err set. Free with free(). */
 char *onramp_hostlist_expand(const char *expr, char *err, size_t errlen);
 
+/* ---------------------------------------------------------- job_submit */
+/* The job fields onramp's submit policy reads; strings may be NULL. */
+typedef struct onramp_job {
+	uint32_t submit_uid;
+	int submit_is_admin; /* root, SlurmUser or AdminLevel=Admin */
+	const char *account;
+	const char *qos;
+	const char *partition;
+	const char *reservation;
+	const char *name;
+	const char *features;
+	uint32_t min_nodes; /* 0: not given */
+	uint32_t max_nodes; /* 0: not given */
+} onramp_job_t;
+
+/*
+ * Decide a submission (is_modify=0) or a modification (is_modify=1, job
+ * holds only the changed fields). No I/O, no blocking: safe under
+ * slurmctld's locks. Returns 0 to accept, -1 to reject with a message for
+ * the user in msg; an accepted job may still get a log message in msg.
+ */
+int onramp_job_decide(onramp_ctx_t *ctx, const onramp_job_t *job, int is_modify, char *msg,
+                      size_t msglen);
+
 /* ----------------------------------------------------------- admission */
 /*
  * Is node admitted for its current boot and baseline? Reads the node's

@@ -9,11 +9,14 @@
 \*****************************************************************************/
 
 #include <pthread.h>
+#include <string.h>
 #include <time.h>
 
 #include <slurm/slurm.h>
 #include <slurm/slurm_errno.h>
 
+#include "src/common/xmalloc.h"
+#include "src/common/xstring.h"
 #include "src/slurmctld/locks.h"
 #include "src/slurmctld/slurmctld.h"
 
@@ -100,14 +103,54 @@ extern int fini(void)
 	return SLURM_SUCCESS;
 }
 
+/* NO_VAL and 0 both mean "not given" to libonramp. */
+static uint32_t _count(uint32_t v)
+{
+	return (v == NO_VAL) ? 0 : v;
+}
+
+static void _fill(onramp_job_t *j, job_desc_msg_t *d, uint32_t submit_uid)
+{
+	memset(j, 0, sizeof(*j));
+	j->submit_uid = submit_uid;
+	j->submit_is_admin = validate_super_user(submit_uid);
+	j->account = d->account;
+	j->qos = d->qos;
+	j->partition = d->partition;
+	j->reservation = d->reservation;
+	j->name = d->name;
+	j->features = d->features;
+	j->min_nodes = _count(d->min_nodes);
+	j->max_nodes = _count(d->max_nodes);
+}
+
+static int _decide(job_desc_msg_t *d, uint32_t job_id, uint32_t submit_uid, int is_modify,
+                   char **err_msg)
+{
+	onramp_job_t j;
+	char msg[512] = "";
+
+	_fill(&j, d, submit_uid);
+	if (onramp_job_decide(ctx, &j, is_modify, msg, sizeof(msg)) < 0) {
+		info("%s: %s %u by uid %u rejected: %s", plugin_type,
+		     is_modify ? "update of job" : "submission", job_id, submit_uid, msg);
+		if (err_msg)
+			*err_msg = xstrdup(msg);
+		return ESLURM_ACCESS_DENIED;
+	}
+	if (msg[0])
+		verbose("%s: %s %u: %s", plugin_type, is_modify ? "update of job" : "job", job_id,
+		        msg);
+	return SLURM_SUCCESS;
+}
+
 extern int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid, char **err_msg)
 {
-	debug2("%s: submission from uid %u (configuration generation %" PRIu64 ")", plugin_type,
-	       submit_uid, onramp_ctx_generation(ctx));
-	return SLURM_SUCCESS;
+	/* No job id exists yet (NO_VAL). */
+	return _decide(job_desc, job_desc->job_id, submit_uid, 0, err_msg);
 }
 
 extern int job_modify(job_desc_msg_t *job_desc, job_record_t *job_ptr, uint32_t submit_uid)
 {
-	return SLURM_SUCCESS;
+	return _decide(job_desc, job_ptr->job_id, submit_uid, 1, NULL);
 }

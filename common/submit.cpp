@@ -1,0 +1,84 @@
+#include "submit.hpp"
+
+#include <sstream>
+#include <vector>
+
+#include "log.hpp"
+
+namespace onramp {
+namespace {
+
+std::vector<std::string> split(const std::string &s, char sep)
+{
+	std::vector<std::string> out;
+	std::stringstream ss(s);
+	std::string item;
+	while (std::getline(ss, item, sep))
+		if (!item.empty())
+			out.push_back(item);
+	return out;
+}
+
+// A job may name several reservations ("a,b"); any admission one counts.
+std::string admission_reservation_in(const Config &cfg, const std::string &resv)
+{
+	for (const auto &r : split(resv, ','))
+		if (is_admission_reservation(cfg, r))
+			return r;
+	return "";
+}
+
+Decision guard(const Config &cfg, const JobView &job, bool modify)
+{
+	Decision d;
+	const std::string acct = cfg.str("AdmissionAccount");
+	std::string resv = admission_reservation_in(cfg, job.reservation);
+	bool adm_acct = !job.account.empty() && job.account == acct;
+
+	if (!job.submit_is_admin && (!resv.empty() || adm_acct)) {
+		d.reject = true;
+		d.message = strprintf(
+		    "onramp: %s is onramp's admission path, for Slurm admins only (uid %u)",
+		    !resv.empty() ? ("reservation " + resv).c_str() : ("account " + acct).c_str(),
+		    job.submit_uid);
+		return d;
+	}
+	// At submission an admission-account job must name its reservation; a
+	// modification that only changes the account is checked the same way
+	// when it also names a reservation.
+	if (adm_acct && resv.empty() && (!modify || !job.reservation.empty())) {
+		d.reject = true;
+		d.message = strprintf("onramp: jobs under account %s run only inside an onramp "
+		                      "admission reservation (%s or %s_<node>)",
+		                      acct.c_str(), cfg.str("AdmissionReservation").c_str(),
+		                      cfg.str("AdmissionReservation").c_str());
+		return d;
+	}
+	if (!resv.empty() || adm_acct)
+		d.message = strprintf("admission job by uid %u accepted (reservation %s)",
+		                      job.submit_uid, resv.empty() ? "-" : resv.c_str());
+	return d;
+}
+
+} // namespace
+
+bool is_admission_reservation(const Config &cfg, const std::string &name)
+{
+	const std::string base = cfg.str("AdmissionReservation");
+	if (name == base)
+		return true;
+	return name.size() > base.size() + 1 && name.compare(0, base.size(), base) == 0 &&
+	       name[base.size()] == '_';
+}
+
+Decision decide_submit(const Config &cfg, const JobView &job)
+{
+	return guard(cfg, job, false);
+}
+
+Decision decide_modify(const Config &cfg, const JobView &change)
+{
+	return guard(cfg, change, true);
+}
+
+} // namespace onramp
