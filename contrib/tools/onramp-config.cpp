@@ -1,0 +1,65 @@
+// onramp-config: validate onramp.conf and print effective values, for
+// onramp's shell tools (one parser for everything: libonramp's).
+//
+//   onramp-config [--conf FILE] [--node NAME] [--check] [KEY...]
+// Prints one value per line for each KEY (defaults applied, %n expanded
+// when --node is given); --check only validates. Exit 0 ok, 2 bad input.
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "config.hpp"
+#include "log.hpp"
+
+using namespace onramp;
+
+static int usage(FILE *f)
+{
+	fprintf(f, "usage: onramp-config [--conf FILE] [--node NAME] [--check] [--list] [KEY...]\n");
+	return f == stdout ? 0 : 2;
+}
+
+int main(int argc, char **argv)
+{
+	log_set_program("onramp-config");
+	std::string path = default_conf_path(), node;
+	bool list = false;
+	std::vector<std::string> keys;
+	for (int i = 1; i < argc; i++) {
+		std::string a = argv[i];
+		if ((a == "--conf" || a == "--node") && i + 1 < argc) {
+			(a == "--conf" ? path : node) = argv[++i];
+		} else if (a == "--check") {
+			// validation happens below in every case
+		} else if (a == "--list") {
+			list = true;
+		} else if (a == "-h" || a == "--help") {
+			return usage(stdout);
+		} else if (!a.empty() && a[0] == '-') {
+			log_error("unknown option '%s'", a.c_str());
+			return usage(stderr);
+		} else {
+			keys.push_back(a);
+		}
+	}
+	auto cfg = Config::load(path);
+	if (!cfg.ok()) {
+		log_error("%s", cfg.status().message().c_str());
+		return 2;
+	}
+	for (const auto &k : keys) {
+		if (!config_key(k)) {
+			log_error("unknown key '%s' (see onramp.conf(5))", k.c_str());
+			return 2;
+		}
+	}
+	if (list)
+		for (const auto &spec : config_schema())
+			printf("%s=%s\n", spec.name,
+			       expand_node(cfg->str(spec.name), node).c_str());
+	for (const auto &k : keys)
+		printf("%s\n", node.empty() ? cfg->str(k).c_str()
+					    : expand_node(cfg->str(k), node).c_str());
+	return 0;
+}

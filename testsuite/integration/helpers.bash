@@ -1,0 +1,164 @@
+# shellcheck shell=bash
+# Shared helpers for the onramp integration tests (bats).
+#
+# The tests drive a cluster started beforehand by the runner with
+#   testsuite/cluster/onramp-cluster start [--dir DIR]
+# (DIR from $ONRAMP_CLUSTER_DIR, default /tmp/onramp-cluster). They must not
+# assume a fresh cluster: other tests may have run jobs and rebooted nodes, so
+# each test tracks the jobs it submitted itself.
+#
+# Load with "load helpers" from a .bats file in this directory.
+
+ONRAMP_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+ONRAMP_CLUSTER_TOOL=$ONRAMP_REPO/testsuite/cluster/onramp-cluster
+ONRAMP_POLL_INTERVAL=${ONRAMP_POLL_INTERVAL:-0.5}
+
+# SLURM_CONF, ONRAMP_CLUSTER_DIR, ONRAMP_CLUSTER_NODES, ONRAMP_CLUSTER_RACKS,
+# ONRAMP_CLUSTER_USER, ONRAMP_MUNGE_SOCKET.
+eval "$("$ONRAMP_CLUSTER_TOOL" env)"
+export SLURM_CONF ONRAMP_CLUSTER_DIR ONRAMP_CLUSTER_NODES ONRAMP_CLUSTER_RACKS ONRAMP_CLUSTER_USER
+
+# shellcheck disable=SC2034 # used by the .bats files
+ONRAMP_JOBS_DIR=$ONRAMP_CLUSTER_DIR/jobs
+# shellcheck disable=SC2034
+ONRAMP_CTLD_LOG=$ONRAMP_CLUSTER_DIR/log/slurmctld.log
+# shellcheck disable=SC2034
+ONRAMP_REBOOT_LOG=$ONRAMP_CLUSTER_DIR/log/reboot.log
+
+# cluster_param KEY: a value from DIR/params (NODES, RACKS, PLUGIN_DIR,
+# JOB_SUBMIT, EXTRA_CONF, CTLD_PORT, SLURMD_PORT_BASE).
+cluster_param() {
+	sed -n "s/^$1=//p" "$ONRAMP_CLUSTER_DIR/params" 2>/dev/null | tail -n 1
+}
+
+# require_cluster: fail (not skip) when the cluster is not running; call from
+# setup() or setup_file().
+require_cluster() {
+	if [[ ! -f $ONRAMP_CLUSTER_DIR/params ]]; then
+		echo "no test cluster in $ONRAMP_CLUSTER_DIR; start one with: $ONRAMP_CLUSTER_TOOL start" >&2
+		return 1
+	fi
+	if ! timeout 15 scontrol ping 2>/dev/null | grep -q 'is UP'; then
+		echo "slurmctld of the test cluster in $ONRAMP_CLUSTER_DIR does not answer; see $ONRAMP_CLUSTER_TOOL status" >&2
+		return 1
+	fi
+}
+
+# wait_for TIMEOUT MESSAGE CMD...: run CMD every $ONRAMP_POLL_INTERVAL seconds
+# until it succeeds; after TIMEOUT seconds print "timed out ... MESSAGE" and
+# fail.
+wait_for() {
+	local timeout=$1 message=$2 deadline
+	shift 2
+	deadline=$((SECONDS + timeout))
+	until "$@"; do
+		if ((SECONDS >= deadline)); then
+			echo "timed out after ${timeout}s waiting for $message" >&2
+			return 1
+		fi
+		sleep "$ONRAMP_POLL_INTERVAL"
+	done
+}
+
+# as_user CMD...: run CMD as the unprivileged test user, in the jobs
+# directory (writable by it), with the cluster's SLURM_CONF.
+as_user() {
+	(cd "$ONRAMP_JOBS_DIR" && runuser -u "$ONRAMP_CLUSTER_USER" -- env SLURM_CONF="$SLURM_CONF" "$@")
+}
+
+# submit ARGS...: sbatch --parsable as the current user in the jobs
+# directory; prints the job id.
+submit() {
+	local out
+	out=$(cd "$ONRAMP_JOBS_DIR" && sbatch --parsable "$@") || return 1
+	echo "${out%%;*}"
+}
+
+# job_field JOBID FIELD: one field of "scontrol show job" (e.g. JobState).
+job_field() {
+	scontrol show job -o "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -n 1
+}
+
+job_state() {
+	job_field "$1" JobState
+}
+
+# submit_wait JOBID STATE [TIMEOUT]: wait until the job is in STATE (e.g.
+# RUNNING, COMPLETED); fails at once if it ends in another state.
+submit_wait() {
+	local job=$1 want=$2 timeout=${3:-60} state deadline
+	deadline=$((SECONDS + timeout))
+	while :; do
+		state=$(job_state "$job")
+		[[ $state == "$want" ]] && return 0
+		case $state in
+		COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL | PREEMPTED | BOOT_FAIL | DEADLINE | OUT_OF_MEMORY)
+			echo "job $job ended in state $state, expected $want:" >&2
+			scontrol show job "$job" >&2 || true
+			return 1
+			;;
+		esac
+		if ((SECONDS >= deadline)); then
+			echo "timed out after ${timeout}s waiting for job $job to be $want (now '${state:-unknown}'):" >&2
+			scontrol show job "$job" >&2 || true
+			return 1
+		fi
+		sleep "$ONRAMP_POLL_INTERVAL"
+	done
+}
+
+# node_field NODE FIELD: one field of "scontrol show node".
+node_field() {
+	scontrol show node -o "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -n 1
+}
+
+# node_state NODE: e.g. IDLE, MIXED, IDLE+DRAIN+REBOOT_REQUESTED, DOWN+...
+node_state() {
+	node_field "$1" State
+}
+
+node_is_idle() {
+	[[ $(node_state "$1") == IDLE ]]
+}
+
+# node_boot_epoch NODE: the node's BootTime in seconds since the epoch.
+node_boot_epoch() {
+	date -d "$(node_field "$1" BootTime)" +%s
+}
+
+# node_boot_id NODE: the emulated boot identity (changes on every emulated
+# reboot or crash).
+node_boot_id() {
+	cat "$ONRAMP_CLUSTER_DIR/nodes/$1/boot_id"
+}
+
+# idle_node_count: nodes of the batch partition that are plain idle.
+idle_node_count() {
+	sinfo -h -N -p batch -o '%N %t' | awk '$2 == "idle" {n++} END {print n + 0}'
+}
+
+all_nodes_idle() {
+	[[ $(idle_node_count) == "$ONRAMP_CLUSTER_NODES" ]]
+}
+
+# expand_hostlist node[1-3] -> one name per line.
+expand_hostlist() {
+	scontrol show hostnames "$1"
+}
+
+# log_offset FILE: current size, to look only at lines written afterwards
+# with log_since.
+log_offset() {
+	stat -c %s "$1" 2>/dev/null || echo 0
+}
+
+# log_since FILE OFFSET: the part of FILE written after OFFSET.
+log_since() {
+	tail -c +$(($2 + 1)) "$1" 2>/dev/null
+}
+
+# log_since_has FILE OFFSET PATTERN: grep -E PATTERN in what was written
+# after OFFSET.
+log_since_has() {
+	log_since "$1" "$2" | grep -qE -- "$3"
+}

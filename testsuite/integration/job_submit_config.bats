@@ -1,0 +1,99 @@
+#!/usr/bin/env bats
+# job_submit/onramp configuration handling on the live cluster.
+#
+# Skipped until the build has staged job_submit_onramp.so in the cluster's
+# plugin directory and the cluster was started with it (the default
+# "--job-submit onramp"). Needs a running cluster:
+#   testsuite/cluster/onramp-cluster start
+
+load helpers
+
+ONRAMP_CONF=$ONRAMP_CLUSTER_DIR/etc/onramp.conf
+
+setup() {
+	require_cluster
+	local plugin_dir
+	plugin_dir=$(cluster_param PLUGIN_DIR)
+	if [[ ! -e $plugin_dir/job_submit_onramp.so ]]; then
+		skip "job_submit_onramp.so not built/staged in ${plugin_dir:-the plugin dir}"
+	fi
+	if [[ ,$(cluster_param JOB_SUBMIT), != *,onramp,* ]]; then
+		skip "cluster started with --job-submit $(cluster_param JOB_SUBMIT), not onramp"
+	fi
+	BACKUP=$BATS_TEST_TMPDIR/onramp.conf.orig
+	cp -p "$ONRAMP_CONF" "$BACKUP"
+}
+
+teardown() {
+	# Always put the good configuration back, so later tests see it.
+	if [[ -n ${BACKUP:-} && -f $BACKUP ]]; then
+		cp -p "$BACKUP" "$ONRAMP_CONF"
+		scontrol reconfigure >/dev/null 2>&1 || true
+	fi
+}
+
+ctld_is_up() {
+	scontrol ping 2>/dev/null | grep -q 'is UP'
+}
+
+# reconfigure_expect OFFSET PATTERN: scontrol reconfigure, then wait until
+# slurmctld's log gets PATTERN (after OFFSET) while slurmctld stays up.
+reconfigure_expect() {
+	local off=$1 pattern=$2 pid_before
+	pid_before=$(cat "$ONRAMP_CLUSTER_DIR/var/run/slurmctld.pid")
+	run scontrol reconfigure
+	[ "$status" -eq 0 ]
+	wait_for 30 "slurmctld log line matching '$pattern'" log_since_has "$ONRAMP_CTLD_LOG" "$off" "$pattern" || {
+		echo "--- slurmctld log since reconfigure:" >&2
+		log_since "$ONRAMP_CTLD_LOG" "$off" | tail -n 30 >&2
+		return 1
+	}
+	ctld_is_up
+	# Up because it never went away, not because something restarted it.
+	[ "$(cat "$ONRAMP_CLUSTER_DIR/var/run/slurmctld.pid")" = "$pid_before" ]
+	kill -0 "$pid_before"
+}
+
+@test "JobSubmitPlugins=onramp is listed by scontrol show config" {
+	run scontrol show config
+	[ "$status" -eq 0 ]
+	echo "$output" | grep -qE '^JobSubmitPlugins[[:space:]]*=[[:space:]]*(.*,)?(job_submit/)?onramp(,.*)?$'
+}
+
+@test "an unknown key in onramp.conf at reconfigure keeps slurmctld up and logs the line number" {
+	local off
+	{
+		echo "# onramp.conf written by job_submit_config.bats"
+		echo "# the next line is line 3"
+		echo "ThisIsNotAKey=1"
+	} >"$ONRAMP_CONF"
+	off=$(log_offset "$ONRAMP_CTLD_LOG")
+	reconfigure_expect "$off" "onramp\.conf:3"
+	log_since "$ONRAMP_CTLD_LOG" "$off" | grep -E "onramp\.conf:3" | grep -q "ThisIsNotAKey"
+	ctld_is_up
+
+	# The good file loads again.
+	cp -p "$BACKUP" "$ONRAMP_CONF"
+	off=$(log_offset "$ONRAMP_CTLD_LOG")
+	reconfigure_expect "$off" "job_submit/onramp: loaded .*onramp\.conf"
+}
+
+@test "a line without '=' in onramp.conf at reconfigure keeps slurmctld up and logs the line number" {
+	local off
+	{
+		echo "# onramp.conf written by job_submit_config.bats"
+		echo "this line has no equals sign"
+	} >"$ONRAMP_CONF"
+	off=$(log_offset "$ONRAMP_CTLD_LOG")
+	reconfigure_expect "$off" "onramp\.conf:2"
+	ctld_is_up
+
+	# Jobs are still accepted with the last good configuration.
+	local job
+	job=$(submit -o /dev/null --wrap true)
+	submit_wait "$job" COMPLETED 60
+
+	cp -p "$BACKUP" "$ONRAMP_CONF"
+	off=$(log_offset "$ONRAMP_CTLD_LOG")
+	reconfigure_expect "$off" "job_submit/onramp: loaded .*onramp\.conf"
+}
