@@ -1,0 +1,25 @@
+# bench/lib.sh - shared by the benchmarks. shellcheck shell=bash
+
+# median: one number per line on stdin.
+bench_median() {
+	tr ' ' '\n' | grep -v '^$' | sort -n |
+		awk '{a[NR]=$1} END {if (NR == 0) print "nan"; else print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'
+}
+
+# bench_section NAME SECTION_FILE: replace NAME's section of bench/RESULTS.md
+# (between <!-- NAME --> markers) with SECTION_FILE's content.
+bench_section() {
+	local name=$1 section=$2 results
+	results=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/RESULTS.md
+	[ -f "$results" ] || printf '# onramp benchmark results\n\nEach section is written by the benchmark named in it.\n' >"$results"
+	awk -v n="$name" -v f="$section" '
+		$0 == "<!-- " n " -->" {skip = 1; next}
+		$0 == "<!-- /" n " -->" {skip = 0; next}
+		!skip {print}' "$results" >"$results.new"
+	{
+		echo "<!-- $name -->"
+		cat "$section"
+		echo "<!-- /$name -->"
+	} >>"$results.new"
+	mv "$results.new" "$results"
+}
