@@ -69,21 +69,41 @@ static bool _is_ours(const char *tok)
 	return !xstrcmp(tok, feature);
 }
 
-/* Append tok to a comma list unless present. */
-static void _add(char **list, const char *tok)
+/* Is tok one of the comma-separated items of list (list may be NULL)? */
+static bool _has(const char *list, const char *tok)
 {
 	char *copy, *t, *save = NULL;
 	bool found = false;
 
-	if (!tok || !tok[0])
-		return;
-	copy = xstrdup(*list);
-	for (t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save))
-		if (!xstrcmp(t, tok))
-			found = true;
+	if (!list || !list[0])
+		return false;
+	copy = xstrdup(list);
+	for (t = strtok_r(copy, ",", &save); t && !found; t = strtok_r(NULL, ",", &save))
+		found = !xstrcmp(t, tok);
 	xfree(copy);
-	if (!found)
-		xstrfmtcat(*list, "%s%s", (*list && (*list)[0]) ? "," : "", tok);
+	return found;
+}
+
+/* Append tok to a comma list unless present. */
+static void _add(char **list, const char *tok)
+{
+	if (!tok || !tok[0] || _has(*list, tok))
+		return;
+	xstrfmtcat(*list, "%s%s", (*list && (*list)[0]) ? "," : "", tok);
+}
+
+/* Append every item of src (may be NULL) to *list, except ours if skip_ours. */
+static void _merge(char **list, const char *src, bool skip_ours)
+{
+	char *copy, *t, *save = NULL;
+
+	if (!src || !src[0])
+		return;
+	copy = xstrdup(src);
+	for (t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save))
+		if (!skip_ours || !_is_ours(t))
+			_add(list, t);
+	xfree(copy);
 }
 
 extern int init(void)
@@ -163,18 +183,10 @@ extern char *node_features_p_node_xlate(char *new_features, char *orig_features,
                                         char *avail_features, int node_inx)
 {
 	/* merged = new_features U (orig_features - {our feature}) */
-	char *merged = NULL, *copy, *t, *save = NULL;
+	char *merged = NULL;
 
-	copy = xstrdup(new_features);
-	for (t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save))
-		_add(&merged, t);
-	xfree(copy);
-	copy = xstrdup(orig_features);
-	save = NULL;
-	for (t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save))
-		if (!_is_ours(t))
-			_add(&merged, t);
-	xfree(copy);
+	_merge(&merged, new_features, false);
+	_merge(&merged, orig_features, true);
 	return merged;
 }
 

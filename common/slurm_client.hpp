@@ -1,0 +1,21 @@
+// Talking to slurmctld from onramp's tools (prolog, epilog, onramp-admit)
+// through libslurm's public API. Never used inside a daemon: a plugin
+// calling back into slurmctld deadlocks.
+#pragma once
+
+#include <string>
+
+#include "status.hpp"
+
+namespace onramp {
+
+// The node's current reason ("" when none). Error when it cannot be read.
+Result<std::string> node_reason(const std::string &node);
+
+// Drain node with reason ("onramp:<CODE>: <detail>"), unless the node
+// already carries a reason onramp did not write: an admin's reason is never
+// overwritten (then *kept is set and Ok returned). Fails closed: a node
+// whose state cannot be read is drained.
+Status drain_node(const std::string &node, const std::string &reason, bool *kept = nullptr);
+
+} // namespace onramp
