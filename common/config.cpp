@@ -44,6 +44,15 @@ const std::vector<KeySpec> &config_schema()
 	     "GPU memory bandwidth must reach this fraction of the SKU peak"},
 	    {"XidWindow", KeyType::Duration, "7200", nullptr, 60, 30 * 86400,
 	     "how far back critical XIDs in the kernel log count"},
+	    {"KernelLog", KeyType::Path, "/dev/kmsg", nullptr, 0, 0,
+	     "kernel log scanned for XIDs by the real backend (kmsg device or dmesg-format file)"},
+	    {"SysfsRoot", KeyType::Path, "/", nullptr, 0, 0,
+	     "root under which the real backend reads sys/class/infiniband (fabric check)"},
+	    {"PairLaunchCommand", KeyType::String,
+	     "srun --nodes=2 --ntasks=2 --ntasks-per-node=1 --nodelist=%n,%p", nullptr, 0, 0,
+	     "command that starts one pair-rank on this node (%n) and one on the peer (%p)"},
+	    {"PairPort", KeyType::Int, "29517", nullptr, 1024, 65535,
+	     "TCP port on which rank 0 of the 2-node NCCL test serves the NCCL unique id"},
 	    {"MaxWaveFraction", KeyType::Double, "0.2", nullptr, 0.01, 1.0,
 	     "at most this fraction of a rack is rebooted or under admission at once"},
 	    {"RollbackWindow", KeyType::Duration, "7200", nullptr, 0, 30 * 86400,
@@ -60,6 +69,35 @@ const KeySpec *config_key(const std::string &name)
 		if (strcasecmp(k.name, name.c_str()) == 0)
 			return &k;
 	return nullptr;
+}
+
+std::string default_conf_path()
+{
+	const char *e = getenv("ONRAMP_CONF");
+	if (e && *e)
+		return e;
+	const char *sc = getenv("SLURM_CONF");
+	if (sc && *sc) {
+		std::string s(sc);
+		auto pos = s.rfind('/');
+		return (pos == std::string::npos ? std::string(".") : s.substr(0, pos)) +
+		       "/onramp.conf";
+	}
+	return "/etc/slurm/onramp.conf";
+}
+
+std::string expand_node(const std::string &tmpl, const std::string &node)
+{
+	std::string out;
+	for (size_t i = 0; i < tmpl.size(); i++) {
+		if (tmpl[i] == '%' && i + 1 < tmpl.size() && tmpl[i + 1] == 'n') {
+			out += node;
+			i++;
+		} else {
+			out += tmpl[i];
+		}
+	}
+	return out;
 }
 
 Result<int64_t> parse_duration(const std::string &text)

@@ -31,6 +31,14 @@ struct KeySpec {
 const std::vector<KeySpec> &config_schema();
 const KeySpec *config_key(const std::string &name); // case-insensitive
 
+// Where tools find onramp.conf: $ONRAMP_CONF, else onramp.conf beside
+// $SLURM_CONF, else /etc/slurm/onramp.conf (Slurm's plugins use the
+// directory of slurm.conf the same way).
+std::string default_conf_path();
+
+// Expand %n in a per-node path template.
+std::string expand_node(const std::string &tmpl, const std::string &node);
+
 // Parse "90", "90s", "15m", "2h", "1d" into seconds.
 Result<int64_t> parse_duration(const std::string &text);
 

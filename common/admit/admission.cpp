@@ -1,0 +1,237 @@
+#include "admit/admission.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+
+#include "admit/checks.hpp"
+#include "admit/pair.hpp"
+#include "admit/record.hpp"
+#include "admit/runner.hpp"
+#include "log.hpp"
+
+namespace onramp {
+namespace admit {
+
+Result<std::unique_ptr<AdmitInputs>> prepare_admission(const Config &cfg, const std::string &node)
+{
+	std::unique_ptr<AdmitInputs> in(new AdmitInputs);
+	in->cfg = cfg;
+	in->node = node;
+	auto path = baseline_path(cfg);
+	if (!path.ok())
+		return path.status();
+	auto b = load_baseline(path.value());
+	if (!b.ok())
+		return b.status();
+	in->baseline = std::move(b.value());
+	auto be = make_backend(cfg, node);
+	if (!be.ok())
+		return be.status();
+	in->backend = std::move(be.value());
+	auto boot = read_boot_id(cfg, node);
+	if (!boot.ok())
+		return boot.status();
+	in->boot_id = boot.value();
+	return in;
+}
+
+Result<std::vector<std::string>> parse_check_list(const std::string &list)
+{
+	std::vector<std::string> out;
+	size_t pos = 0;
+	while (pos <= list.size()) {
+		size_t comma = list.find(',', pos);
+		std::string name =
+		    list.substr(pos, comma == std::string::npos ? comma : comma - pos);
+		pos = comma == std::string::npos ? list.size() + 1 : comma + 1;
+		if (name.empty())
+			continue;
+		if (name == kNcclPair)
+			return Status::Error("--checks: nccl_pair is not a node-local check; use "
+			                     "'onramp-admit pair --peers LIST'");
+		if (!is_check_name(name))
+			return Status::Error(
+			    "--checks: unknown check '" + name +
+			    "' (known: inventory, "
+			    "versions, gpu_health, mem_bw, nccl_allreduce, fabric, "
+			    "topology)");
+		if (std::find(out.begin(), out.end(), name) == out.end())
+			out.push_back(name);
+	}
+	if (out.empty())
+		return Status::Error("--checks: no check named");
+	// Always in run order, whatever order they were given in.
+	std::vector<std::string> ordered;
+	for (const auto &c : local_checks())
+		if (std::find(out.begin(), out.end(), c) != out.end())
+			ordered.push_back(c);
+	return ordered;
+}
+
+namespace {
+
+Verdict new_verdict(const AdmitInputs &in)
+{
+	Verdict v;
+	v.node = in.node;
+	v.boot_id = in.boot_id;
+	v.baseline_digest = in.baseline.digest;
+	v.backend = in.backend->name();
+	v.simulated = in.backend->simulated();
+	v.sku = in.cfg.str("Sku");
+	v.time = iso_time(time(nullptr));
+	return v;
+}
+
+} // namespace
+
+Verdict run_admission(AdmitInputs &in, const AdmitOptions &opt)
+{
+	Verdict v = new_verdict(in);
+	CheckContext ctx;
+	ctx.cfg = &in.cfg;
+	ctx.baseline = &in.baseline;
+	ctx.backend = in.backend.get();
+	ctx.node = in.node;
+	const std::vector<std::string> &names = opt.checks.empty() ? local_checks() : opt.checks;
+	for (const auto &name : names) {
+		double timeout = static_cast<double>(in.baseline.timeout_s(in.cfg, name));
+		auto spawn = [&](pid_t pgid) {
+			if (opt.on_spawn)
+				opt.on_spawn(name, pgid);
+		};
+		IsolatedRun run = run_isolated(
+		    name, timeout, [&] { return run_check(name, ctx); }, spawn);
+		if (v.simulated)
+			mark_simulated(&run.result);
+		if (name == kInventory) {
+			ctx.inventory_known = true;
+			ctx.no_gpu = run.result.code == code::kNoGpu ||
+			             run.result.status == CheckStatus::Timeout ||
+			             run.result.status == CheckStatus::Error;
+			ctx.no_gpu_why = "inventory: " + run.result.detail;
+		}
+		log_verbose("%s: %s %s %s (%.2f s)", in.node.c_str(), name.c_str(),
+		            check_status_name(run.result.status), run.result.code.c_str(),
+		            run.result.duration_s);
+		v.checks.push_back(std::move(run.result));
+	}
+	return v;
+}
+
+Result<Verdict> run_pair_admission(AdmitInputs &in, const std::vector<std::string> &peers,
+                                   const AdmitOptions &opt)
+{
+	Verdict v = new_verdict(in);
+	double threshold = in.baseline.pair_threshold_gbs(in.cfg);
+	double timeout = static_cast<double>(in.baseline.timeout_s(in.cfg, kNcclPair));
+	std::vector<PairAttempt> attempts;
+	std::vector<std::string> tried;
+	double started = 0;
+	Json tries = Json::array();
+	for (const auto &peer : peers) {
+		if (peer == in.node || std::find(tried.begin(), tried.end(), peer) != tried.end())
+			continue;
+		if (pair_decided(attempts, threshold))
+			break;
+		tried.push_back(peer);
+		// A bad peer profile is our own input: check it before forking.
+		IsolatedRun run = run_isolated(
+		    kNcclPair, timeout,
+		    [&]() -> CheckResult {
+			    in.backend->enter_check(kNcclPair);
+			    auto obs = in.backend->pair_busbw(peer);
+			    CheckResult r = make_pass(kNcclPair, "");
+			    if (!obs.ok()) {
+				    r = make_fail(kNcclPair, code::kBadInput,
+				                  obs.status().message());
+				    r.status = CheckStatus::Error;
+				    return r;
+			    }
+			    r.value = obs->measured ? obs->busbw_gbs : NAN;
+			    r.samples = obs->samples;
+			    r.status = obs->measured ? CheckStatus::Pass : CheckStatus::Fail;
+			    r.detail = obs->why;
+			    Json d = Json::object();
+			    d.set("wrong", static_cast<int64_t>(obs->wrong));
+			    r.data = d;
+			    return r;
+		    },
+		    [&](pid_t pgid) {
+			    if (opt.on_spawn)
+				    opt.on_spawn(kNcclPair, pgid);
+		    });
+		started += run.result.duration_s;
+		if (run.result.code == code::kBadInput)
+			return Status::Error(run.result.detail);
+		PairAttempt a;
+		a.peer = peer;
+		a.measured =
+		    run.result.status == CheckStatus::Pass && std::isfinite(run.result.value);
+		a.busbw_gbs = a.measured ? run.result.value : 0;
+		if (run.result.data && json_is_object(run.result.data.get()))
+			a.wrong = static_cast<uint64_t>(
+			    json_integer_value(json_object_get(run.result.data.get(), "wrong")));
+		a.why = run.result.detail;
+		attempts.push_back(a);
+		Json t = Json::object();
+		t.set("peer", peer).set("status", check_status_name(run.result.status));
+		t.set("busbw_gbs", run.result.value).set("duration_s", run.result.duration_s);
+		t.set("wrong", static_cast<int64_t>(a.wrong)).set("detail", run.result.detail);
+		tries.push(t);
+	}
+	PairDecision d = decide_pair(attempts, threshold);
+	CheckResult r = make_pass(kNcclPair, d.detail);
+	r.status = d.status;
+	r.code = d.code;
+	r.threshold = threshold;
+	r.unit = "GB/s";
+	r.duration_s = started;
+	double best = NAN;
+	for (const auto &a : attempts) {
+		if (a.measured)
+			r.samples.push_back(a.busbw_gbs);
+		if (a.measured && (!(best >= a.busbw_gbs)))
+			best = a.busbw_gbs;
+	}
+	r.value = best;
+	Json data = Json::object();
+	Json sus = Json::array();
+	for (const auto &s : d.suspects)
+		sus.push(s);
+	data.set("attempts", tries).set("suspect_peers", sus);
+	r.data = data;
+	if (in.backend->simulated())
+		mark_simulated(&r);
+	v.inconclusive = d.inconclusive();
+	v.checks.push_back(r);
+	return v;
+}
+
+Status record_verdict(const Config &cfg, const Verdict &v)
+{
+	if (v.inconclusive)
+		return Status::Error("an inconclusive verdict is not recorded");
+	Record rec;
+	rec.node = v.node;
+	rec.boot_id = v.boot_id;
+	rec.baseline_digest = v.baseline_digest;
+	rec.status = v.passed() ? kRecordPass : kRecordFail;
+	rec.code = v.code();
+	rec.detail = v.detail();
+	rec.time = v.time;
+	rec.verdict = v.to_json();
+	return write_record(record_path(cfg, v.node), rec);
+}
+
+std::string verdict_summary(const Verdict &v)
+{
+	std::string s = v.node + " " + v.status();
+	if (v.passed() && !v.inconclusive)
+		return s + ": " + v.detail();
+	return s + " " + v.code() + ": " + v.detail();
+}
+
+} // namespace admit
+} // namespace onramp

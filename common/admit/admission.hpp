@@ -1,0 +1,62 @@
+// One admission run: the node-local checks (or the pair test) for one node,
+// each isolated by the runner, gathered into a Verdict; and the record
+// written from it.
+//
+// Bad input of our own (onramp.conf, baseline, sim profile, boot id) is a
+// Status error from prepare_admission(): the caller exits 2 and writes no
+// record, so a node is never drained for our mistake.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "admit/backend.hpp"
+#include "admit/baseline.hpp"
+#include "admit/verdict.hpp"
+#include "config.hpp"
+#include "status.hpp"
+
+namespace onramp {
+namespace admit {
+
+struct AdmitInputs {
+	Config cfg;
+	std::string node;
+	Baseline baseline;
+	std::unique_ptr<Backend> backend;
+	std::string boot_id;
+};
+
+// Load the baseline (<BaselineDir>/<Sku>.json), the backend (sim profile)
+// and the boot id for node. Errors name the file and field.
+Result<std::unique_ptr<AdmitInputs>> prepare_admission(const Config &cfg, const std::string &node);
+
+struct AdmitOptions {
+	std::vector<std::string> checks; // empty: local_checks()
+	// Told each check's process group as it starts (tests, diagnostics).
+	std::function<void(const std::string &check, pid_t pgid)> on_spawn;
+};
+
+// Parse "a,b,c" into check names; an error names an unknown one.
+Result<std::vector<std::string>> parse_check_list(const std::string &list);
+
+// Run the checks in order; each in its own process with its own timeout.
+Verdict run_admission(AdmitInputs &in, const AdmitOptions &opt);
+
+// The 2-node test against peers tried in order (the node itself and
+// repeats are skipped) until the blame rule decides; see pair.hpp. A Status
+// error is bad input (a peer's sim profile).
+Result<Verdict> run_pair_admission(AdmitInputs &in, const std::vector<std::string> &peers,
+                                   const AdmitOptions &opt);
+
+// Write <NodeStateDir>/admission.json from a PASS or FAIL verdict.
+// REQUIRES: !v.inconclusive.
+Status record_verdict(const Config &cfg, const Verdict &v);
+
+// The one-line human summary: "<node> FAIL NCCL_BW_LOW: <detail>".
+std::string verdict_summary(const Verdict &v);
+
+} // namespace admit
+} // namespace onramp

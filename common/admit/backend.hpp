@@ -1,0 +1,151 @@
+// The hardware backend: one interface, two implementations.
+//
+//   real  CUDA runtime, NCCL and NVML loaded with dlopen, hwloc, libibverbs,
+//         sysfs and the kernel log. Fails closed: no GPU, or GPU libraries
+//         that cannot be loaded, is an error the checks turn into NO_GPU.
+//   sim   a per-node hardware profile (profile.hpp), used only when
+//         onramp.conf says GpuBackend=sim; everything it returns is marked
+//         simulated.
+//
+// Backends observe; they never judge. The checks (checks.hpp) compare the
+// observations with the baseline. Every method may block for as long as the
+// measurement takes: callers run them in a check's child process, which the
+// runner kills at the check's timeout. CUDA/NCCL state is created per call
+// in that child and never in the parent (CUDA does not survive fork).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config.hpp"
+#include "status.hpp"
+
+namespace onramp {
+namespace admit {
+
+struct GpuInfo {
+	int index = 0;
+	std::string uuid, serial, pci, model, vbios;
+};
+
+struct NicInfo {
+	std::string name; // IB device, e.g. mlx5_0
+	std::string mac;  // MAC of its network interface ("" when none)
+	std::string fw_ver;
+};
+
+struct Inventory {
+	std::vector<GpuInfo> gpus;
+	std::vector<NicInfo> nics;
+	std::string sku; // sim only: the SKU the profile simulates
+};
+
+struct VersionsObs {
+	std::map<std::string, std::string> versions; // component -> found
+	std::map<std::string, std::string> firmware; // IB device -> fw_ver
+	std::map<std::string, std::string> errors;   // component -> why unreadable
+};
+
+struct XidEvent {
+	int xid = 0;
+	std::string gpu;  // PCI bus id as the kernel printed it
+	double age_s = 0; // seconds before now
+};
+
+struct GpuHealthObs {
+	struct Gpu {
+		int index = 0;
+		std::string pci;
+		uint64_t ecc_uncorrected = 0; // volatile, all memory locations
+		bool remap_pending = false;
+		bool remap_failed = false;
+		std::vector<int> nvlink_down; // link numbers not active
+		int nvlink_links = 0;         // links that exist
+	};
+	std::vector<Gpu> gpus;
+	std::vector<XidEvent> xids; // every XID within the window, any kind
+};
+
+struct NcclSample {
+	double seconds = 0; // mean time of one all-reduce
+	uint64_t wrong = 0; // elements with a wrong result
+};
+
+struct NcclRun {
+	int nranks = 0;
+	uint64_t bytes = 0;
+	int iterations = 0;
+	std::vector<NcclSample> samples;
+};
+
+struct PortObs {
+	std::string dev; // mlx5_0
+	int port = 0;
+	std::string state, phys_state, rate; // sysfs text, e.g. "4: ACTIVE"
+	std::string link_layer;              // InfiniBand / Ethernet
+	bool has_link_downed = false;
+	int64_t link_downed = 0;
+};
+
+struct FabricObs {
+	std::vector<PortObs> first, second; // two reads, interval_s apart
+	double interval_s = 0;
+	std::string source; // "sysfs:<root>" or "profile"
+};
+
+struct TopologyObs {
+	struct Gpu {
+		int index = 0;
+		std::string pci;
+		int numa = -1;           // -1: unknown
+		std::string nearest_nic; // "": none found
+	};
+	std::vector<Gpu> gpus;
+};
+
+struct PairObs {
+	bool measured = false;
+	double busbw_gbs = 0;
+	std::vector<double> samples;
+	uint64_t wrong = 0; // elements with a wrong result
+	std::string why;    // when !measured
+};
+
+class Backend {
+public:
+	virtual ~Backend() = default;
+	virtual const char *name() const = 0; // "real" or "sim"
+	virtual bool simulated() const = 0;
+
+	// Called in a check's child process before the check runs (sim:
+	// injected delays and hangs).
+	virtual void enter_check(const std::string &check) { (void)check; }
+
+	// GPUs and NICs. An error, or no GPU, means NO_GPU.
+	virtual Result<Inventory> inventory() = 0;
+	virtual Result<VersionsObs> versions() = 0;
+	// xid_window_s: how far back the kernel log counts.
+	virtual Result<GpuHealthObs> gpu_health(double xid_window_s) = 0;
+	// Per-GPU device-to-device copy bandwidth, GB/s (bytes read + written).
+	virtual Result<std::vector<double>> mem_bw(uint64_t bytes, int iterations) = 0;
+	// Single-node all-reduce over every local GPU, best_of samples.
+	virtual Result<NcclRun> nccl_allreduce(uint64_t bytes, int warmup, int iterations,
+	                                       int best_of) = 0;
+	virtual Result<FabricObs> fabric(double interval_s) = 0;
+	virtual Result<TopologyObs> topology() = 0;
+	// 2-node all-reduce (one GPU each) between this node and peer. An
+	// error Status is our own bad input (a peer's sim profile); a run that
+	// did not produce a number is measured == false with why.
+	virtual Result<PairObs> pair_busbw(const std::string &peer) = 0;
+};
+
+// The backend onramp.conf asks for. A bad sim profile is an error naming
+// the file and field (the caller exits 2); the real backend always builds
+// (its failures show up as NO_GPU when the checks run).
+Result<std::unique_ptr<Backend>> make_backend(const Config &cfg, const std::string &node);
+
+} // namespace admit
+} // namespace onramp

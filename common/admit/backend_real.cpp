@@ -1,0 +1,484 @@
+// The real backend: NVML, CUDA runtime and NCCL through dlopen, hwloc for
+// GPU-NIC locality, libibverbs and sysfs for the fabric, the kernel log for
+// XIDs. Everything that cannot be loaded or found fails closed.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <strings.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <hwloc.h>
+#include <infiniband/verbs.h>
+#include <slurm/slurm_version.h>
+
+#include "admit/backend.hpp"
+#include "admit/fabric.hpp"
+#include "admit/gpu_bench.hpp"
+#include "admit/gpu_dl.hpp"
+#include "admit/kernel_log.hpp"
+#include "admit/pair.hpp"
+#include "admit/profile.hpp"
+#include "log.hpp"
+
+namespace onramp {
+namespace admit {
+
+namespace {
+
+// "00000000:3B:00.0" -> "0000:3b:00.0" (the form sysfs and hwloc use).
+std::string normalise_pci(const std::string &id)
+{
+	unsigned dom = 0, bus = 0, dev = 0, fn = 0;
+	if (sscanf(id.c_str(), "%x:%x:%x.%x", &dom, &bus, &dev, &fn) == 4)
+		return strprintf("%04x:%02x:%02x.%x", dom, bus, dev, fn);
+	return id;
+}
+
+class Nvml {
+public:
+	Status open()
+	{
+		Status st = gpu::load_nvml(&n_);
+		if (!st.ok())
+			return st;
+		gpu::nvmlReturn r = n_.Init();
+		if (r != gpu::kNvmlSuccess)
+			return Status::Error("nvmlInit: " + n_.err(r));
+		inited_ = true;
+		return Status::Ok();
+	}
+	~Nvml()
+	{
+		if (inited_)
+			n_.Shutdown();
+	}
+	const gpu::Nvml &api() const { return n_; }
+
+	Result<std::vector<gpu::nvmlDevice>> devices() const
+	{
+		unsigned count = 0;
+		gpu::nvmlReturn r = n_.DeviceGetCount(&count);
+		if (r != gpu::kNvmlSuccess)
+			return Status::Error("nvmlDeviceGetCount: " + n_.err(r));
+		std::vector<gpu::nvmlDevice> out;
+		for (unsigned i = 0; i < count; i++) {
+			gpu::nvmlDevice d = nullptr;
+			r = n_.DeviceGetHandleByIndex(i, &d);
+			if (r != gpu::kNvmlSuccess)
+				return Status::Error(strprintf("nvmlDeviceGetHandleByIndex(%u): %s",
+				                               i, n_.err(r).c_str()));
+			out.push_back(d);
+		}
+		return out;
+	}
+
+	std::string text(gpu::nvmlReturn (*fn)(gpu::nvmlDevice, char *, unsigned),
+	                 gpu::nvmlDevice d) const
+	{
+		char buf[256] = "";
+		return fn(d, buf, sizeof buf) == gpu::kNvmlSuccess ? buf : "";
+	}
+
+	std::string pci(gpu::nvmlDevice d) const
+	{
+		gpu::nvmlPciInfo info;
+		memset(&info, 0, sizeof info);
+		if (n_.DeviceGetPciInfo(d, &info) != gpu::kNvmlSuccess)
+			return "";
+		return normalise_pci(info.busId);
+	}
+
+private:
+	gpu::Nvml n_;
+	bool inited_ = false;
+};
+
+std::string kernel_release()
+{
+	struct utsname u;
+	return uname(&u) == 0 ? u.release : "";
+}
+
+std::string slurm_version()
+{
+	return strprintf("%d.%02d.%d", SLURM_VERSION_MAJOR(SLURM_VERSION_NUMBER),
+	                 SLURM_VERSION_MINOR(SLURM_VERSION_NUMBER),
+	                 SLURM_VERSION_MICRO(SLURM_VERSION_NUMBER));
+}
+
+// IB devices libibverbs sees (empty when it sees none).
+std::vector<NicInfo> verbs_nics()
+{
+	std::vector<NicInfo> out;
+	int n = 0;
+	struct ibv_device **list = ibv_get_device_list(&n);
+	if (!list)
+		return out;
+	for (int i = 0; i < n; i++) {
+		NicInfo nic;
+		nic.name = ibv_get_device_name(list[i]);
+		if (struct ibv_context *ctx = ibv_open_device(list[i])) {
+			struct ibv_device_attr attr;
+			if (ibv_query_device(ctx, &attr) == 0)
+				nic.fw_ver = attr.fw_ver;
+			ibv_close_device(ctx);
+		}
+		out.push_back(nic);
+	}
+	ibv_free_device_list(list);
+	return out;
+}
+
+// Ports libibverbs reports, for devices sysfs showed no ports of.
+void add_verbs_ports(std::vector<PortObs> *ports)
+{
+	int n = 0;
+	struct ibv_device **list = ibv_get_device_list(&n);
+	if (!list)
+		return;
+	for (int i = 0; i < n; i++) {
+		std::string name = ibv_get_device_name(list[i]);
+		bool known = std::any_of(ports->begin(), ports->end(),
+		                         [&](const PortObs &p) { return p.dev == name; });
+		if (known)
+			continue;
+		struct ibv_context *ctx = ibv_open_device(list[i]);
+		if (!ctx)
+			continue;
+		struct ibv_device_attr attr;
+		if (ibv_query_device(ctx, &attr) == 0) {
+			for (int p = 1; p <= attr.phys_port_cnt; p++) {
+				struct ibv_port_attr pa;
+				if (ibv_query_port(ctx, static_cast<uint8_t>(p), &pa) != 0)
+					continue;
+				PortObs o;
+				o.dev = name;
+				o.port = p;
+				o.state =
+				    strprintf("%d: %s", pa.state,
+				              pa.state == IBV_PORT_ACTIVE ? "ACTIVE" : "DOWN");
+				o.phys_state = strprintf("%d: %s", pa.phys_state,
+				                         pa.phys_state == 5 ? "LinkUp" : "Down");
+				o.link_layer = pa.link_layer == IBV_LINK_LAYER_ETHERNET
+				                   ? "Ethernet"
+				                   : "InfiniBand";
+				ports->push_back(o);
+			}
+		}
+		ibv_close_device(ctx);
+	}
+	ibv_free_device_list(list);
+}
+
+void sleep_s(double s)
+{
+	if (!(s > 0))
+		return;
+	struct timespec ts;
+	ts.tv_sec = static_cast<time_t>(s);
+	ts.tv_nsec = static_cast<long>((s - static_cast<double>(ts.tv_sec)) * 1e9);
+	while (nanosleep(&ts, &ts) != 0)
+		;
+}
+
+class RealBackend : public Backend {
+public:
+	RealBackend(const Config &cfg, std::string node) : cfg_(cfg), node_(std::move(node)) {}
+	const char *name() const override { return "real"; }
+	bool simulated() const override { return false; }
+
+	Result<Inventory> inventory() override
+	{
+		gpu::Cudart cuda;
+		Status st = gpu::load_cudart(&cuda);
+		if (!st.ok())
+			return st;
+		Nvml nvml;
+		st = nvml.open();
+		if (!st.ok())
+			return st;
+		auto devs = nvml.devices();
+		if (!devs.ok())
+			return devs.status();
+		Inventory inv;
+		int i = 0;
+		for (auto d : devs.value()) {
+			GpuInfo g;
+			g.index = i++;
+			g.model = nvml.text(nvml.api().DeviceGetName, d);
+			g.uuid = nvml.text(nvml.api().DeviceGetUUID, d);
+			g.serial = nvml.text(nvml.api().DeviceGetSerial, d);
+			g.vbios = nvml.text(nvml.api().DeviceGetVbiosVersion, d);
+			g.pci = nvml.pci(d);
+			inv.gpus.push_back(g);
+		}
+		inv.nics = nics();
+		return inv;
+	}
+
+	Result<VersionsObs> versions() override
+	{
+		VersionsObs v;
+		v.versions["kernel"] = kernel_release();
+		v.versions["slurm"] = slurm_version();
+		Nvml nvml;
+		Status st = nvml.open();
+		if (st.ok()) {
+			char buf[128] = "";
+			if (nvml.api().SystemGetDriverVersion(buf, sizeof buf) == gpu::kNvmlSuccess)
+				v.versions["driver"] = buf;
+			auto devs = nvml.devices();
+			std::string vb;
+			if (devs.ok())
+				for (auto d : devs.value()) {
+					std::string one =
+					    nvml.text(nvml.api().DeviceGetVbiosVersion, d);
+					if (vb.find(one) == std::string::npos)
+						vb += (vb.empty() ? "" : ",") + one;
+				}
+			if (!vb.empty())
+				v.versions["vbios"] = vb;
+		} else {
+			v.errors["driver"] = v.errors["vbios"] = st.message();
+		}
+		gpu::Cudart cuda;
+		st = gpu::load_cudart(&cuda);
+		int cv = 0;
+		if (st.ok() && cuda.RuntimeGetVersion(&cv) == gpu::kCudaSuccess)
+			v.versions["cuda_runtime"] = gpu::cuda_version_string(cv);
+		else
+			v.errors["cuda_runtime"] =
+			    st.ok() ? "cudaRuntimeGetVersion failed" : st.message();
+		gpu::Nccl nccl;
+		st = gpu::load_nccl(&nccl);
+		int nv = 0;
+		if (st.ok() && nccl.GetVersion(&nv) == gpu::kNcclSuccess)
+			v.versions["nccl"] = gpu::nccl_version_string(nv);
+		else
+			v.errors["nccl"] = st.ok() ? "ncclGetVersion failed" : st.message();
+		for (const auto &n : nics())
+			if (!n.fw_ver.empty())
+				v.firmware[n.name] = n.fw_ver;
+		return v;
+	}
+
+	Result<GpuHealthObs> gpu_health(double window) override
+	{
+		Nvml nvml;
+		Status st = nvml.open();
+		if (!st.ok())
+			return st;
+		auto devs = nvml.devices();
+		if (!devs.ok())
+			return devs.status();
+		const gpu::Nvml &n = nvml.api();
+		GpuHealthObs h;
+		int i = 0;
+		for (auto d : devs.value()) {
+			GpuHealthObs::Gpu g;
+			g.index = i++;
+			g.pci = nvml.pci(d);
+			unsigned long long ecc = 0;
+			gpu::nvmlReturn r = n.DeviceGetTotalEccErrors(
+			    d, gpu::kNvmlMemoryErrorUncorrected, gpu::kNvmlVolatileEcc, &ecc);
+			if (r == gpu::kNvmlSuccess)
+				g.ecc_uncorrected = ecc;
+			else if (r != gpu::kNvmlErrorNotSupported)
+				return Status::Error(
+				    strprintf("GPU %d: nvmlDeviceGetTotalEccErrors: %s", g.index,
+				              n.err(r).c_str()));
+			unsigned corr = 0, unc = 0, pending = 0, failed = 0;
+			r = n.DeviceGetRemappedRows(d, &corr, &unc, &pending, &failed);
+			if (r == gpu::kNvmlSuccess) {
+				g.remap_pending = pending != 0;
+				g.remap_failed = failed != 0;
+			}
+			for (unsigned l = 0; l < gpu::kNvmlNvlinkMaxLinks; l++) {
+				int active = 0;
+				r = n.DeviceGetNvLinkState(d, l, &active);
+				if (r != gpu::kNvmlSuccess)
+					continue; // link not present / not supported
+				g.nvlink_links++;
+				if (!active)
+					g.nvlink_down.push_back(static_cast<int>(l));
+			}
+			h.gpus.push_back(g);
+		}
+		auto log = read_kernel_log(cfg_.str("KernelLog"));
+		if (!log.ok())
+			return log.status();
+		h.xids = parse_xids(log.value(), uptime_s(), window);
+		return h;
+	}
+
+	Result<std::vector<double>> mem_bw(uint64_t bytes, int iterations) override
+	{
+		gpu::Cudart cuda;
+		Status st = gpu::load_cudart(&cuda);
+		if (!st.ok())
+			return st;
+		int n = 0;
+		gpu::cudaError e = cuda.GetDeviceCount(&n);
+		if (e != gpu::kCudaSuccess)
+			return Status::Error("cudaGetDeviceCount: " + cuda.err(e));
+		return gpu::measure_mem_bw(cuda, n, bytes, iterations);
+	}
+
+	Result<NcclRun> nccl_allreduce(uint64_t bytes, int warmup, int iterations,
+	                               int best_of) override
+	{
+		gpu::Cudart cuda;
+		Status st = gpu::load_cudart(&cuda);
+		if (!st.ok())
+			return st;
+		gpu::Nccl nccl;
+		st = gpu::load_nccl(&nccl);
+		if (!st.ok())
+			return st;
+		int n = 0;
+		gpu::cudaError e = cuda.GetDeviceCount(&n);
+		if (e != gpu::kCudaSuccess)
+			return Status::Error("cudaGetDeviceCount: " + cuda.err(e));
+		return gpu::measure_allreduce_local(cuda, nccl, n, bytes, warmup, iterations,
+		                                    best_of);
+	}
+
+	Result<FabricObs> fabric(double interval_s) override
+	{
+		FabricObs f;
+		std::string root = cfg_.str("SysfsRoot");
+		f.source = "sysfs:" + root;
+		f.interval_s = interval_s;
+		auto a = read_ib_ports(root);
+		if (!a.ok())
+			return a.status();
+		sleep_s(interval_s);
+		auto b = read_ib_ports(root);
+		if (!b.ok())
+			return b.status();
+		f.first = a.value();
+		f.second = b.value();
+		if (root == "/") {
+			add_verbs_ports(&f.first);
+			add_verbs_ports(&f.second);
+		}
+		return f;
+	}
+
+	Result<TopologyObs> topology() override;
+
+	Result<PairObs> pair_busbw(const std::string &peer) override
+	{
+		return run_pair_launch(cfg_, node_, peer);
+	}
+
+private:
+	std::vector<NicInfo> nics() const
+	{
+		std::string root = cfg_.str("SysfsRoot");
+		std::vector<NicInfo> out = read_ib_nics(root);
+		if (root == "/")
+			for (const auto &v : verbs_nics()) {
+				auto it =
+				    std::find_if(out.begin(), out.end(), [&](const NicInfo &n) {
+					    return n.name == v.name;
+				    });
+				if (it == out.end())
+					out.push_back(v);
+				else if (it->fw_ver.empty())
+					it->fw_ver = v.fw_ver;
+			}
+		return out;
+	}
+
+	Config cfg_;
+	std::string node_;
+};
+
+// Ancestors of obj, itself first.
+std::vector<hwloc_obj_t> ancestors(hwloc_obj_t obj)
+{
+	std::vector<hwloc_obj_t> out;
+	for (; obj; obj = obj->parent)
+		out.push_back(obj);
+	return out;
+}
+
+Result<TopologyObs> RealBackend::topology()
+{
+	auto inv = inventory();
+	if (!inv.ok())
+		return inv.status();
+	hwloc_topology_t topo;
+	if (hwloc_topology_init(&topo) != 0)
+		return Status::Error("hwloc_topology_init failed");
+	hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+	if (hwloc_topology_load(topo) != 0) {
+		hwloc_topology_destroy(topo);
+		return Status::Error("hwloc_topology_load failed");
+	}
+	// Every OpenFabrics OS device (mlx5_0, ...).
+	std::vector<hwloc_obj_t> nics;
+	for (hwloc_obj_t o = hwloc_get_next_osdev(topo, nullptr); o;
+	     o = hwloc_get_next_osdev(topo, o))
+		if (o->attr->osdev.type == HWLOC_OBJ_OSDEV_OPENFABRICS)
+			nics.push_back(o);
+	TopologyObs t;
+	for (const auto &g : inv->gpus) {
+		TopologyObs::Gpu tg;
+		tg.index = g.index;
+		tg.pci = g.pci;
+		unsigned dom = 0, bus = 0, dev = 0, fn = 0;
+		hwloc_obj_t pcidev = nullptr;
+		if (sscanf(g.pci.c_str(), "%x:%x:%x.%x", &dom, &bus, &dev, &fn) == 4)
+			pcidev = hwloc_get_pcidev_by_busid(topo, dom, bus, dev, fn);
+		if (pcidev) {
+			hwloc_obj_t cpu = hwloc_get_non_io_ancestor_obj(topo, pcidev);
+			if (cpu && cpu->nodeset && !hwloc_bitmap_iszero(cpu->nodeset))
+				tg.numa = hwloc_bitmap_first(cpu->nodeset);
+			// Nearest NIC: fewest hops from the GPU up to a common
+			// ancestor; ties go to the first by name.
+			auto up = ancestors(pcidev);
+			size_t best = SIZE_MAX;
+			for (hwloc_obj_t nic : nics) {
+				auto nup = ancestors(nic);
+				for (size_t h = 0; h < up.size(); h++) {
+					if (std::find(nup.begin(), nup.end(), up[h]) == nup.end())
+						continue;
+					std::string name = nic->name ? nic->name : "";
+					if (h < best || (h == best && name < tg.nearest_nic)) {
+						best = h;
+						tg.nearest_nic = name;
+					}
+					break;
+				}
+			}
+		}
+		t.gpus.push_back(tg);
+	}
+	hwloc_topology_destroy(topo);
+	return t;
+}
+
+} // namespace
+
+Result<std::unique_ptr<Backend>> make_backend(const Config &cfg, const std::string &node)
+{
+	if (strcasecmp(cfg.str("GpuBackend").c_str(), "sim") == 0) {
+		if (!cfg.is_set("SimProfileDir"))
+			return Status::Error(cfg.origin() +
+			                     ": GpuBackend=sim needs SimProfileDir to be set");
+		std::string dir = cfg.str("SimProfileDir");
+		auto p = load_profile(profile_path(dir, node));
+		if (!p.ok())
+			return p.status();
+		return make_sim_backend(std::move(p.value()), dir);
+	}
+	return std::unique_ptr<Backend>(new RealBackend(cfg, node));
+}
+
+} // namespace admit
+} // namespace onramp

@@ -1,0 +1,48 @@
+// The eight admission checks. Each has a pure evaluate_* function that
+// judges backend observations against the baseline (unit-tested directly)
+// and run_check() that observes through a backend and evaluates; the
+// runner calls run_check() inside the check's child process.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "admit/backend.hpp"
+#include "admit/baseline.hpp"
+#include "admit/verdict.hpp"
+#include "config.hpp"
+
+namespace onramp {
+namespace admit {
+
+struct CheckContext {
+	const Config *cfg = nullptr;
+	const Baseline *baseline = nullptr;
+	Backend *backend = nullptr;
+	std::string node;
+	// Set once the inventory check ran in this invocation.
+	bool inventory_known = false;
+	bool no_gpu = false;
+	std::string no_gpu_why;
+};
+
+// Observe and judge one check (any name of local_checks()). Never throws;
+// results of a simulated backend are marked simulated with "[SIMULATED]".
+CheckResult run_check(const std::string &name, CheckContext &ctx);
+
+CheckResult evaluate_inventory(const Inventory &inv, const Baseline &b);
+CheckResult evaluate_versions(const VersionsObs &v, const Baseline &b);
+// xids: the window's events; only critical ones fail, each XID once.
+CheckResult evaluate_gpu_health(const GpuHealthObs &h, const Baseline &b, double window_s);
+CheckResult evaluate_mem_bw(const std::vector<double> &per_gpu_gbs, double threshold_gbs);
+// busbw of every sample (nccl-tests all-reduce definition), best of them
+// against threshold_gbs; any wrong element is NCCL_CORRUPT.
+CheckResult evaluate_nccl(const NcclRun &run, double threshold_gbs);
+CheckResult evaluate_fabric(const FabricObs &f, const Baseline &b);
+CheckResult evaluate_topology(const TopologyObs &t, const Baseline &b);
+
+// Mark a result as simulated (flag and detail suffix), once.
+void mark_simulated(CheckResult *r);
+
+} // namespace admit
+} // namespace onramp

@@ -1,0 +1,273 @@
+#include "admit/gpu_bench.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+
+#include "admit/bandwidth.hpp"
+#include "log.hpp"
+
+namespace onramp {
+namespace admit {
+namespace gpu {
+
+namespace {
+
+// Runs its function at scope exit (frees device resources on every path).
+class Cleanup {
+public:
+	explicit Cleanup(std::function<void()> f) : f_(std::move(f)) {}
+	~Cleanup() { f_(); }
+	Cleanup(const Cleanup &) = delete;
+	Cleanup &operator=(const Cleanup &) = delete;
+
+private:
+	std::function<void()> f_;
+};
+
+#define CUDA_TRY(call)                                                                             \
+	do {                                                                                       \
+		cudaError e_ = (call);                                                             \
+		if (e_ != kCudaSuccess)                                                            \
+			return Status::Error(strprintf("%s: %s", #call, cuda.err(e_).c_str()));    \
+	} while (0)
+#define NCCL_TRY(call)                                                                             \
+	do {                                                                                       \
+		ncclResult r_ = (call);                                                            \
+		if (r_ != kNcclSuccess)                                                            \
+			return Status::Error(strprintf("%s: %s", #call, nccl.err(r_).c_str()));    \
+	} while (0)
+
+struct Rank {
+	int device = 0;
+	void *send = nullptr, *recv = nullptr;
+	cudaStream stream = nullptr;
+	ncclCommT comm = nullptr;
+};
+
+void release(const Cudart &cuda, const Nccl &nccl, std::vector<Rank> &ranks)
+{
+	for (auto &r : ranks) {
+		cuda.SetDevice(r.device);
+		if (r.stream)
+			cuda.StreamSynchronize(r.stream);
+		if (r.comm)
+			nccl.CommDestroy(r.comm);
+		if (r.send)
+			cuda.Free(r.send);
+		if (r.recv)
+			cuda.Free(r.recv);
+		if (r.stream)
+			cuda.StreamDestroy(r.stream);
+		r = Rank();
+	}
+}
+
+// Allocate buffers; rank i's send buffer holds (value_of(i)) in every byte.
+Status setup(const Cudart &cuda, std::vector<Rank> &ranks, uint64_t bytes,
+             const std::function<int(size_t)> &value_of)
+{
+	for (size_t i = 0; i < ranks.size(); i++) {
+		Rank &r = ranks[i];
+		CUDA_TRY(cuda.SetDevice(r.device));
+		CUDA_TRY(cuda.Malloc(&r.send, bytes));
+		CUDA_TRY(cuda.Malloc(&r.recv, bytes));
+		CUDA_TRY(cuda.Memset(r.send, value_of(i), bytes));
+		CUDA_TRY(cuda.Memset(r.recv, 0, bytes));
+		CUDA_TRY(cuda.StreamCreate(&r.stream));
+	}
+	return Status::Ok();
+}
+
+Status round(const Cudart &cuda, const Nccl &nccl, std::vector<Rank> &ranks, uint64_t bytes)
+{
+	(void)cuda;
+	size_t count = bytes / 4;
+	NCCL_TRY(nccl.GroupStart());
+	for (auto &r : ranks) {
+		ncclResult rc =
+		    nccl.AllReduce(r.send, r.recv, count, kNcclUint32, kNcclSum, r.comm, r.stream);
+		if (rc != kNcclSuccess) {
+			nccl.GroupEnd();
+			return Status::Error("ncclAllReduce: " + nccl.err(rc));
+		}
+	}
+	NCCL_TRY(nccl.GroupEnd());
+	return Status::Ok();
+}
+
+Status sync_all(const Cudart &cuda, std::vector<Rank> &ranks)
+{
+	for (auto &r : ranks) {
+		CUDA_TRY(cuda.SetDevice(r.device));
+		CUDA_TRY(cuda.StreamSynchronize(r.stream));
+	}
+	return Status::Ok();
+}
+
+// Count wrong uint32 elements in 16 strided slices of every recv buffer.
+Result<uint64_t> verify(const Cudart &cuda, std::vector<Rank> &ranks, uint64_t bytes,
+                        uint32_t expect)
+{
+	const uint64_t slices = 16;
+	uint64_t slice = std::min<uint64_t>(1u << 20, bytes / slices) & ~uint64_t(3);
+	if (slice == 0)
+		slice = bytes & ~uint64_t(3);
+	std::vector<uint32_t> host(slice / 4);
+	uint64_t wrong = 0;
+	for (auto &r : ranks) {
+		CUDA_TRY(cuda.SetDevice(r.device));
+		for (uint64_t k = 0; k < slices; k++) {
+			uint64_t off = (bytes - slice) * k / (slices - 1);
+			off &= ~uint64_t(3);
+			CUDA_TRY(cuda.Memcpy(host.data(), static_cast<char *>(r.recv) + off, slice,
+			                     kCudaMemcpyDeviceToHost));
+			for (uint32_t v : host)
+				wrong += v != expect;
+		}
+	}
+	return wrong;
+}
+
+// best_of samples of iterations rounds each, after warmup rounds.
+Result<std::vector<NcclSample>> timed(const Cudart &cuda, const Nccl &nccl,
+                                      std::vector<Rank> &ranks, uint64_t bytes, int warmup,
+                                      int iterations, int best_of, uint32_t expect)
+{
+	for (int w = 0; w < warmup; w++) {
+		Status st = round(cuda, nccl, ranks, bytes);
+		if (!st.ok())
+			return st;
+	}
+	Status st = sync_all(cuda, ranks);
+	if (!st.ok())
+		return st;
+	std::vector<NcclSample> out;
+	for (int s = 0; s < best_of; s++) {
+		auto t0 = std::chrono::steady_clock::now();
+		for (int i = 0; i < iterations; i++) {
+			st = round(cuda, nccl, ranks, bytes);
+			if (!st.ok())
+				return st;
+		}
+		st = sync_all(cuda, ranks);
+		if (!st.ok())
+			return st;
+		auto t1 = std::chrono::steady_clock::now();
+		NcclSample sample;
+		sample.seconds = std::chrono::duration<double>(t1 - t0).count() / iterations;
+		auto wrong = verify(cuda, ranks, bytes, expect);
+		if (!wrong.ok())
+			return wrong.status();
+		sample.wrong = wrong.value();
+		out.push_back(sample);
+	}
+	return out;
+}
+
+uint32_t byte_pattern(uint32_t b)
+{
+	return b * 0x01010101u;
+}
+
+} // namespace
+
+Result<std::vector<double>> measure_mem_bw(const Cudart &cuda, int ngpus, uint64_t bytes,
+                                           int iterations)
+{
+	std::vector<double> out;
+	for (int g = 0; g < ngpus; g++) {
+		void *a = nullptr, *b = nullptr;
+		cudaStream s = nullptr;
+		cudaEvent e0 = nullptr, e1 = nullptr;
+		Cleanup done([&] {
+			cuda.SetDevice(g);
+			if (e0)
+				cuda.EventDestroy(e0);
+			if (e1)
+				cuda.EventDestroy(e1);
+			if (s)
+				cuda.StreamDestroy(s);
+			if (a)
+				cuda.Free(a);
+			if (b)
+				cuda.Free(b);
+		});
+		CUDA_TRY(cuda.SetDevice(g));
+		CUDA_TRY(cuda.Malloc(&a, bytes));
+		CUDA_TRY(cuda.Malloc(&b, bytes));
+		CUDA_TRY(cuda.Memset(a, 1, bytes));
+		CUDA_TRY(cuda.StreamCreate(&s));
+		CUDA_TRY(cuda.EventCreate(&e0));
+		CUDA_TRY(cuda.EventCreate(&e1));
+		CUDA_TRY(cuda.MemcpyAsync(b, a, bytes, kCudaMemcpyDeviceToDevice, s)); // warmup
+		CUDA_TRY(cuda.EventRecord(e0, s));
+		for (int i = 0; i < iterations; i++)
+			CUDA_TRY(cuda.MemcpyAsync(b, a, bytes, kCudaMemcpyDeviceToDevice, s));
+		CUDA_TRY(cuda.EventRecord(e1, s));
+		CUDA_TRY(cuda.EventSynchronize(e1));
+		float ms = 0;
+		CUDA_TRY(cuda.EventElapsedTime(&ms, e0, e1));
+		out.push_back(copy_bw_gbs(bytes, iterations, ms / 1e3));
+	}
+	return out;
+}
+
+Result<NcclRun> measure_allreduce_local(const Cudart &cuda, const Nccl &nccl, int ngpus,
+                                        uint64_t bytes, int warmup, int iterations, int best_of)
+{
+	std::vector<Rank> ranks(static_cast<size_t>(ngpus));
+	for (int i = 0; i < ngpus; i++)
+		ranks[static_cast<size_t>(i)].device = i;
+	Cleanup done([&] { release(cuda, nccl, ranks); });
+	Status st = setup(cuda, ranks, bytes, [](size_t i) { return static_cast<int>(i + 1); });
+	if (!st.ok())
+		return st;
+	std::vector<ncclCommT> comms(static_cast<size_t>(ngpus));
+	std::vector<int> devs(static_cast<size_t>(ngpus));
+	for (int i = 0; i < ngpus; i++)
+		devs[static_cast<size_t>(i)] = i;
+	NCCL_TRY(nccl.CommInitAll(comms.data(), ngpus, devs.data()));
+	for (int i = 0; i < ngpus; i++)
+		ranks[static_cast<size_t>(i)].comm = comms[static_cast<size_t>(i)];
+	uint32_t sum = static_cast<uint32_t>(ngpus) * static_cast<uint32_t>(ngpus + 1) / 2;
+	auto samples =
+	    timed(cuda, nccl, ranks, bytes, warmup, iterations, best_of, byte_pattern(sum));
+	if (!samples.ok())
+		return samples.status();
+	NcclRun run;
+	run.nranks = ngpus;
+	run.bytes = bytes;
+	run.iterations = iterations;
+	run.samples = samples.value();
+	return run;
+}
+
+Result<PairObs> measure_allreduce_pair(const Cudart &cuda, const Nccl &nccl, int rank, int device,
+                                       const ncclUniqueIdT &id, uint64_t bytes, int warmup,
+                                       int iterations, int best_of)
+{
+	std::vector<Rank> ranks(1);
+	ranks[0].device = device;
+	Cleanup done([&] { release(cuda, nccl, ranks); });
+	Status st = setup(cuda, ranks, bytes, [rank](size_t) { return rank + 1; });
+	if (!st.ok())
+		return st;
+	NCCL_TRY(nccl.CommInitRank(&ranks[0].comm, 2, id, rank));
+	auto samples =
+	    timed(cuda, nccl, ranks, bytes, warmup, iterations, best_of, byte_pattern(1 + 2));
+	if (!samples.ok())
+		return samples.status();
+	PairObs o;
+	o.measured = true;
+	for (const auto &s : samples.value()) {
+		o.samples.push_back(allreduce_busbw_gbs(bytes, s.seconds, 2));
+		o.wrong += s.wrong;
+	}
+	o.busbw_gbs = onramp::admit::best_of(o.samples).best;
+	return o;
+}
+
+} // namespace gpu
+} // namespace admit
+} // namespace onramp

@@ -1,0 +1,36 @@
+// GPU measurements of the real backend (CUDA runtime and NCCL through
+// gpu_dl.hpp). Each allocates what it needs, frees it, and returns an error
+// naming the CUDA/NCCL call that failed.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "admit/backend.hpp"
+#include "admit/gpu_dl.hpp"
+#include "status.hpp"
+
+namespace onramp {
+namespace admit {
+namespace gpu {
+
+// Device-to-device cudaMemcpy bandwidth of each of ngpus GPUs, GB/s
+// counting bytes read plus written.
+Result<std::vector<double>> measure_mem_bw(const Cudart &cuda, int ngpus, uint64_t bytes,
+                                           int iterations);
+
+// All-reduce (sum of uint32, out of place) over GPUs 0..ngpus-1 of this
+// process: warmup rounds, then best_of samples of iterations each. Rank r
+// sends (r+1) in every byte; results are checked on strided slices.
+Result<NcclRun> measure_allreduce_local(const Cudart &cuda, const Nccl &nccl, int ngpus,
+                                        uint64_t bytes, int warmup, int iterations, int best_of);
+
+// One rank of a 2-rank all-reduce on device (comm from id). busbw per
+// sample; wrong counts elements with a wrong result.
+Result<PairObs> measure_allreduce_pair(const Cudart &cuda, const Nccl &nccl, int rank, int device,
+                                       const ncclUniqueIdT &id, uint64_t bytes, int warmup,
+                                       int iterations, int best_of);
+
+} // namespace gpu
+} // namespace admit
+} // namespace onramp

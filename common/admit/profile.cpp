@@ -1,0 +1,443 @@
+#include "admit/profile.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <csignal>
+#include <ctime>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "admit/bandwidth.hpp"
+#include "admit/baseline.hpp"
+#include "admit/fabric.hpp"
+#include "admit/verdict.hpp"
+#include "atomic_file.hpp"
+#include "json.hpp"
+#include "log.hpp"
+
+namespace onramp {
+namespace admit {
+
+namespace {
+
+std::string dir_of(const std::string &path)
+{
+	size_t s = path.rfind('/');
+	if (s == std::string::npos)
+		return ".";
+	return s == 0 ? "/" : path.substr(0, s);
+}
+
+std::string resolve(const std::string &p, const std::string &origin)
+{
+	if (p.empty() || p[0] == '/')
+		return p;
+	return dir_of(origin) + "/" + p;
+}
+
+int64_t nonneg_int(JsonReader &r, const json_t *o, const std::string &path, const char *key,
+                   int64_t def)
+{
+	int64_t v = r.integer_or(o, path, key, def);
+	if (!r.failed() && v < 0)
+		r.error(JsonReader::join(path, key), "must not be negative");
+	return v;
+}
+
+void parse_gpu(JsonReader &r, const json_t *g, const std::string &path, int index,
+               Profile::Gpu *out)
+{
+	if (!r.expect_object(g, path))
+		return;
+	r.only_keys(g, path,
+	            {"uuid", "serial", "pci", "model", "vbios", "numa", "nearest_nic",
+	             "ecc_uncorrected", "remap_pending", "remap_failed", "nvlink_links",
+	             "nvlink_down", "mem_bw_gbs"});
+	out->info.index = index;
+	out->info.uuid = r.str(g, path, "uuid");
+	out->info.serial = r.str(g, path, "serial");
+	out->info.pci = r.str(g, path, "pci");
+	out->info.model = r.str(g, path, "model");
+	out->info.vbios = r.str_or(g, path, "vbios", "");
+	out->numa = static_cast<int>(r.integer_or(g, path, "numa", -1));
+	out->nearest_nic = r.str_or(g, path, "nearest_nic", "");
+	out->ecc_uncorrected = static_cast<uint64_t>(nonneg_int(r, g, path, "ecc_uncorrected", 0));
+	out->remap_pending = r.boolean_or(g, path, "remap_pending", false);
+	out->remap_failed = r.boolean_or(g, path, "remap_failed", false);
+	out->nvlink_links = static_cast<int>(nonneg_int(r, g, path, "nvlink_links", 18));
+	if (const json_t *a = r.arr(g, path, "nvlink_down", false)) {
+		size_t i;
+		const json_t *v;
+		json_array_foreach(a, i, v)
+		{
+			if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+			    json_integer_value(v) >= out->nvlink_links) {
+				r.error(JsonReader::index(JsonReader::join(path, "nvlink_down"), i),
+				        "expected a link number below nvlink_links");
+				return;
+			}
+			out->nvlink_down.push_back(static_cast<int>(json_integer_value(v)));
+		}
+	}
+	out->mem_bw_gbs = r.num(g, path, "mem_bw_gbs");
+	if (!r.failed() && out->mem_bw_gbs < 0)
+		r.error(JsonReader::join(path, "mem_bw_gbs"), "must not be negative");
+}
+
+void parse_nic(JsonReader &r, const json_t *n, const std::string &path, Profile::Nic *out)
+{
+	if (!r.expect_object(n, path))
+		return;
+	r.only_keys(n, path, {"name", "mac", "fw_ver", "ports"});
+	out->info.name = r.str(n, path, "name");
+	out->info.mac = r.str_or(n, path, "mac", "");
+	out->info.fw_ver = r.str_or(n, path, "fw_ver", "");
+	const json_t *ports = r.arr(n, path, "ports", false);
+	if (!ports)
+		return;
+	size_t i;
+	const json_t *p;
+	json_array_foreach(ports, i, p)
+	{
+		std::string pp = JsonReader::index(JsonReader::join(path, "ports"), i);
+		if (!r.expect_object(p, pp))
+			return;
+		r.only_keys(p, pp,
+		            {"port", "state", "phys_state", "link_layer", "rate_gbps",
+		             "link_downed", "link_downed_after"});
+		Profile::Port port;
+		port.port =
+		    static_cast<int>(r.integer_or(p, pp, "port", static_cast<int64_t>(i) + 1));
+		port.state = r.str_or(p, pp, "state", port.state);
+		port.phys_state = r.str_or(p, pp, "phys_state", port.phys_state);
+		port.link_layer = r.str_or(p, pp, "link_layer", port.link_layer);
+		port.rate_gbps = r.num(p, pp, "rate_gbps");
+		port.link_downed = nonneg_int(r, p, pp, "link_downed", 0);
+		port.link_downed_after =
+		    nonneg_int(r, p, pp, "link_downed_after", port.link_downed);
+		out->ports.push_back(port);
+	}
+}
+
+} // namespace
+
+Result<Profile> parse_profile(const std::string &text, const std::string &origin)
+{
+	auto doc = json_parse(text, origin);
+	if (!doc.ok())
+		return doc.status();
+	const json_t *j = doc->get();
+	JsonReader r(origin);
+	Profile p;
+	p.path = origin;
+	if (!r.expect_object(j, ""))
+		return r.status();
+	r.only_keys(j, "",
+	            {"sku", "description", "gpus", "nics", "sysfs_root", "versions", "xids", "nccl",
+	             "pair_busbw_gbs", "hang", "delay_s"});
+	p.sku = r.str(j, "", "sku");
+	r.str_or(j, "", "description", "");
+	if (const json_t *gpus = r.arr(j, "", "gpus")) {
+		size_t i;
+		const json_t *g;
+		json_array_foreach(gpus, i, g)
+		{
+			Profile::Gpu gpu;
+			parse_gpu(r, g, JsonReader::index("gpus", i), static_cast<int>(i), &gpu);
+			p.gpus.push_back(gpu);
+		}
+	}
+	if (const json_t *nics = r.arr(j, "", "nics", false)) {
+		size_t i;
+		const json_t *n;
+		json_array_foreach(nics, i, n)
+		{
+			Profile::Nic nic;
+			parse_nic(r, n, JsonReader::index("nics", i), &nic);
+			p.nics.push_back(nic);
+		}
+	}
+	p.sysfs_root = resolve(r.str_or(j, "", "sysfs_root", ""), origin);
+	if (const json_t *v = r.obj(j, "", "versions", false)) {
+		const char *k;
+		const json_t *x;
+		json_object_foreach(const_cast<json_t *>(v), k, x)
+		{
+			const auto &known = version_components();
+			if (std::find(known.begin(), known.end(), k) == known.end()) {
+				r.error(JsonReader::join("versions", k), "unknown component");
+				break;
+			}
+			p.versions[k] = r.str(v, "versions", k);
+		}
+	}
+	if (const json_t *xs = r.arr(j, "", "xids", false)) {
+		size_t i;
+		const json_t *x;
+		json_array_foreach(xs, i, x)
+		{
+			std::string xp = JsonReader::index("xids", i);
+			if (!r.expect_object(x, xp))
+				break;
+			r.only_keys(x, xp, {"xid", "gpu", "age_s"});
+			XidEvent e;
+			e.xid = static_cast<int>(r.integer(x, xp, "xid"));
+			e.gpu = r.str(x, xp, "gpu");
+			e.age_s = r.num(x, xp, "age_s");
+			if (!r.failed() && (e.xid < 1 || e.age_s < 0))
+				r.error(xp, "xid must be positive and age_s not negative");
+			p.xids.push_back(e);
+		}
+	}
+	if (const json_t *n = r.obj(j, "", "nccl", false)) {
+		r.only_keys(n, "nccl", {"busbw_gbs", "corrupt"});
+		if (const json_t *a = r.arr(n, "nccl", "busbw_gbs")) {
+			size_t i;
+			const json_t *v;
+			json_array_foreach(a, i, v)
+			{
+				if (!json_is_number(v) || json_number_value(v) < 0) {
+					r.error(JsonReader::index("nccl.busbw_gbs", i),
+					        "expected a non-negative number");
+					break;
+				}
+				p.nccl_busbw_gbs.push_back(json_number_value(v));
+			}
+			if (!r.failed() && p.nccl_busbw_gbs.empty())
+				r.error("nccl.busbw_gbs", "needs at least one sample");
+		}
+		p.nccl_corrupt = r.boolean_or(n, "nccl", "corrupt", false);
+	}
+	p.pair_busbw_gbs = r.num_or(j, "", "pair_busbw_gbs", 0);
+	if (const json_t *h = r.obj(j, "", "hang", false)) {
+		r.only_keys(h, "hang", {"check", "pid_file"});
+		p.hang_check = r.str(h, "hang", "check");
+		if (!r.failed() && !is_check_name(p.hang_check))
+			r.error("hang.check", "'" + p.hang_check + "' is not a check name");
+		p.hang_pid_file = resolve(r.str_or(h, "hang", "pid_file", ""), origin);
+	}
+	if (const json_t *d = r.obj(j, "", "delay_s", false)) {
+		const char *k;
+		const json_t *x;
+		json_object_foreach(const_cast<json_t *>(d), k, x)
+		{
+			std::string dp = JsonReader::join("delay_s", k);
+			if (!is_check_name(k)) {
+				r.error(dp, "not a check name");
+				break;
+			}
+			if (!json_is_number(x) || json_number_value(x) < 0 ||
+			    json_number_value(x) > 3600) {
+				r.error(dp, "expected seconds in [0, 3600]");
+				break;
+			}
+			p.delay_s[k] = json_number_value(x);
+		}
+	}
+	if (r.failed())
+		return r.status();
+	return p;
+}
+
+Result<Profile> load_profile(const std::string &path)
+{
+	auto text = read_file(path, 4u << 20);
+	if (!text.ok())
+		return Status::Error("sim profile: " + text.status().message());
+	return parse_profile(text.value(), path);
+}
+
+std::string profile_path(const std::string &dir, const std::string &node)
+{
+	std::string own = dir + "/" + node + ".json";
+	if (access(own.c_str(), F_OK) == 0)
+		return own;
+	return dir + "/default.json";
+}
+
+namespace {
+
+void sleep_s(double s)
+{
+	if (!(s > 0))
+		return;
+	struct timespec ts;
+	ts.tv_sec = static_cast<time_t>(s);
+	ts.tv_nsec = static_cast<long>((s - static_cast<double>(ts.tv_sec)) * 1e9);
+	while (nanosleep(&ts, &ts) != 0)
+		;
+}
+
+class SimBackend : public Backend {
+public:
+	SimBackend(Profile p, std::string dir) : p_(std::move(p)), dir_(std::move(dir)) {}
+	const char *name() const override { return "sim"; }
+	bool simulated() const override { return true; }
+
+	void enter_check(const std::string &check) override
+	{
+		auto d = p_.delay_s.find(check);
+		if (d != p_.delay_s.end())
+			sleep_s(d->second);
+		if (check != p_.hang_check)
+			return;
+		// A hung check with a helper process, as a real hung NCCL run
+		// has: both must be killed by the runner.
+		pid_t helper = fork();
+		if (helper == 0) {
+			// Named so tests can look for it: "onramp-sim-hang".
+			execlp("sleep", "onramp-sim-hang", "1000000", static_cast<char *>(nullptr));
+			for (;;)
+				pause();
+		}
+		if (!p_.hang_pid_file.empty())
+			write_file_atomic(p_.hang_pid_file,
+			                  strprintf("%d %d\n", static_cast<int>(getpid()),
+			                            static_cast<int>(helper)));
+		for (;;)
+			pause();
+	}
+
+	Result<Inventory> inventory() override
+	{
+		Inventory inv;
+		inv.sku = p_.sku;
+		for (const auto &g : p_.gpus)
+			inv.gpus.push_back(g.info);
+		if (!p_.sysfs_root.empty()) {
+			inv.nics = read_ib_nics(p_.sysfs_root);
+		} else {
+			for (const auto &n : p_.nics)
+				inv.nics.push_back(n.info);
+		}
+		return inv;
+	}
+
+	Result<VersionsObs> versions() override
+	{
+		VersionsObs v;
+		v.versions = p_.versions;
+		auto inv = inventory();
+		for (const auto &n : inv->nics)
+			if (!n.fw_ver.empty())
+				v.firmware[n.name] = n.fw_ver;
+		return v;
+	}
+
+	Result<GpuHealthObs> gpu_health(double window) override
+	{
+		GpuHealthObs h;
+		for (const auto &g : p_.gpus) {
+			GpuHealthObs::Gpu o;
+			o.index = g.info.index;
+			o.pci = g.info.pci;
+			o.ecc_uncorrected = g.ecc_uncorrected;
+			o.remap_pending = g.remap_pending;
+			o.remap_failed = g.remap_failed;
+			o.nvlink_links = g.nvlink_links;
+			o.nvlink_down = g.nvlink_down;
+			h.gpus.push_back(o);
+		}
+		for (const auto &x : p_.xids)
+			if (x.age_s <= window)
+				h.xids.push_back(x);
+		return h;
+	}
+
+	Result<std::vector<double>> mem_bw(uint64_t, int) override
+	{
+		std::vector<double> v;
+		for (const auto &g : p_.gpus)
+			v.push_back(g.mem_bw_gbs);
+		return v;
+	}
+
+	Result<NcclRun> nccl_allreduce(uint64_t bytes, int, int iterations, int best_of) override
+	{
+		if (p_.nccl_busbw_gbs.empty())
+			return Status::Error(p_.path + ": no nccl.busbw_gbs to simulate from");
+		NcclRun run;
+		run.nranks = static_cast<int>(p_.gpus.size());
+		run.bytes = bytes;
+		run.iterations = iterations;
+		for (int i = 0; i < best_of; i++) {
+			size_t k = std::min(static_cast<size_t>(i), p_.nccl_busbw_gbs.size() - 1);
+			NcclSample s;
+			s.seconds = allreduce_seconds_for(bytes, p_.nccl_busbw_gbs[k], run.nranks);
+			s.wrong = p_.nccl_corrupt ? 1024 : 0;
+			run.samples.push_back(s);
+		}
+		return run;
+	}
+
+	Result<FabricObs> fabric(double interval_s) override
+	{
+		FabricObs f;
+		f.interval_s = interval_s;
+		if (!p_.sysfs_root.empty()) {
+			f.source = "sysfs:" + p_.sysfs_root;
+			auto a = read_ib_ports(p_.sysfs_root);
+			if (!a.ok())
+				return a.status();
+			sleep_s(interval_s);
+			auto b = read_ib_ports(p_.sysfs_root);
+			if (!b.ok())
+				return b.status();
+			f.first = a.value();
+			f.second = b.value();
+			return f;
+		}
+		f.source = "profile";
+		for (const auto &n : p_.nics)
+			for (const auto &port : n.ports) {
+				PortObs o;
+				o.dev = n.info.name;
+				o.port = port.port;
+				o.state = port.state;
+				o.phys_state = port.phys_state;
+				o.rate = strprintf("%g Gb/sec", port.rate_gbps);
+				o.link_layer = port.link_layer;
+				o.has_link_downed = true;
+				o.link_downed = port.link_downed;
+				f.first.push_back(o);
+				o.link_downed = port.link_downed_after;
+				f.second.push_back(o);
+			}
+		return f;
+	}
+
+	Result<TopologyObs> topology() override
+	{
+		TopologyObs t;
+		for (const auto &g : p_.gpus)
+			t.gpus.push_back(
+			    TopologyObs::Gpu{g.info.index, g.info.pci, g.numa, g.nearest_nic});
+		return t;
+	}
+
+	Result<PairObs> pair_busbw(const std::string &peer) override
+	{
+		auto pp = load_profile(profile_path(dir_, peer));
+		if (!pp.ok())
+			return Status::Error("peer " + peer + ": " + pp.status().message());
+		PairObs o;
+		o.measured = true;
+		o.busbw_gbs = std::min(p_.pair_busbw_gbs, pp->pair_busbw_gbs);
+		o.samples = {o.busbw_gbs};
+		return o;
+	}
+
+private:
+	Profile p_;
+	std::string dir_;
+};
+
+} // namespace
+
+std::unique_ptr<Backend> make_sim_backend(Profile profile, const std::string &dir)
+{
+	return std::unique_ptr<Backend>(new SimBackend(std::move(profile), dir));
+}
+
+} // namespace admit
+} // namespace onramp

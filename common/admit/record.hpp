@@ -1,0 +1,85 @@
+// The admission record: a node's own, crash-safe statement that it passed
+// (or failed) admission for one boot and one baseline. It lives at
+// <NodeStateDir>/admission.json (%n in NodeStateDir expands to the node
+// name) and is the source of truth for the node_features plugin and the
+// prolog: admitted iff the record says PASS for the current boot id and the
+// current baseline file's digest.
+//
+// Everything here is plain small-file I/O: no network, no Slurm calls, no
+// hashing of a file whose (path, mtime, size, inode) were hashed before.
+#pragma once
+
+#include <string>
+
+#include "config.hpp"
+#include "json.hpp"
+#include "status.hpp"
+
+namespace onramp {
+namespace admit {
+
+// <NodeStateDir with %n (onramp::expand_node)>/admission.json.
+std::string record_path(const Config &cfg, const std::string &node);
+// <BaselineDir>/<Sku>.json; an error when Sku is not set.
+Result<std::string> baseline_path(const Config &cfg);
+
+// The node's boot identity: BootIdFile (with %n) read and trimmed of
+// whitespace; an error naming the file when unreadable or empty.
+Result<std::string> read_boot_id(const Config &cfg, const std::string &node);
+
+// Lower-case hex SHA-256 of a file's bytes (OpenSSL EVP). Cached per
+// (path, mtime, size, inode), so an unchanged file is not read again.
+// Thread-safe.
+Result<std::string> file_digest(const std::string &path);
+// Lower-case hex SHA-256 of bytes.
+std::string sha256_hex(const std::string &bytes);
+
+// The record's status values.
+extern const char *const kRecordPass;
+extern const char *const kRecordFail;
+extern const char *const kRecordRevoked;
+
+struct Record {
+	std::string node, boot_id, baseline_digest;
+	std::string status; // kRecordPass, kRecordFail or kRecordRevoked
+	std::string code, detail, time;
+	Json verdict; // the onramp-admit verdict this record came from (object)
+
+	Json to_json() const;
+	// Parses and validates (unknown fields and bad status refused).
+	static Result<Record> from_json(const json_t *j, const std::string &origin);
+};
+
+// Crash-safe write of record to path (creates the directory).
+Status write_record(const std::string &path, const Record &rec);
+// Reads a record. *missing is set when the file does not exist (and an
+// error returned).
+Result<Record> read_record(const std::string &path, bool *missing = nullptr);
+
+// Rewrite the node's record with status (kRecordRevoked by default; the
+// pair test downgrades with kRecordFail), code and detail; the previous
+// verdict is kept. A missing record is created so the revocation sticks.
+Status revoke_record(const Config &cfg, const std::string &node, const std::string &code,
+                     const std::string &detail, const std::string &status = kRecordRevoked);
+
+enum class Judgement { Admitted, NotAdmitted, Unknown };
+// Is node admitted for its current boot and baseline? why says why
+// ("no admission record", "boot changed since admission", "baseline
+// changed since admission", "admission FAIL NCCL_BW_LOW: ...").
+// Unknown (could not judge) when the boot id, baseline or record cannot be
+// read; callers treat it as not admitted.
+Judgement judge(const Config &cfg, const std::string &node, std::string *why);
+
+// "onramp:<CODE>: <detail>" for Slurm's node reason: control characters
+// become blanks, and the whole is cut to at most max_bytes bytes (never
+// inside a UTF-8 sequence), ending in "..." when cut.
+std::string reason_string(const std::string &code, const std::string &detail,
+                          size_t max_bytes = 99);
+// "2025-05-01T12:00:00Z" for t (seconds since the epoch, UTC).
+std::string iso_time(long long t);
+
+// Cut s to at most max_bytes without splitting a UTF-8 sequence.
+std::string utf8_truncate(const std::string &s, size_t max_bytes);
+
+} // namespace admit
+} // namespace onramp

@@ -1,0 +1,306 @@
+// onramp-admit: the admission check runner. Runs on the node under test
+// (as root or SlurmUser), prints one JSON verdict on stdout and a one-line
+// summary on stderr, and exits 0 (pass), 1 (fail) or 2 (could not judge:
+// our own bad input, never a reason to drain). See onramp-admit(8).
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <getopt.h>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include "admit/admission.hpp"
+#include "admit/pair.hpp"
+#include "admit/record.hpp"
+#include "atomic_file.hpp"
+#include "slurm_client.hpp"
+#include "config.hpp"
+#include "hostlist.hpp"
+#include "json.hpp"
+#include "log.hpp"
+
+using namespace onramp;
+using namespace onramp::admit;
+
+namespace {
+
+const char *kProg = "onramp-admit";
+
+enum Exit { kExitPass = 0, kExitFail = 1, kExitUnjudged = 2 };
+
+void usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: %s [--conf FILE] [--node NAME] [--checks LIST] [--peers HOSTLIST]\n"
+	        "                    [--record [--reregister]] [--json-only] [--reason-file FILE]\n"
+	        "       %s pair (--peer NODE | --peers HOSTLIST) [--conf FILE] [--node NAME]\n"
+	        "                    [--record] [--json-only]\n"
+	        "       %s pair-rank [--conf FILE] [--rendezvous HOST:PORT] [--rank N] "
+	        "[--device N]\n"
+	        "checks: inventory,versions,gpu_health,mem_bw,nccl_allreduce,fabric,topology\n"
+	        "exit status: 0 pass, 1 fail, 2 could not judge\n",
+	        kProg, kProg, kProg);
+}
+
+std::string default_node()
+{
+	if (const char *e = getenv("SLURMD_NODENAME"); e && *e)
+		return e;
+	char host[256] = "";
+	gethostname(host, sizeof host - 1);
+	std::string h = host;
+	return h.substr(0, h.find('.'));
+}
+
+struct Options {
+	std::string mode; // "", "pair", "pair-rank"
+	std::string conf, node, checks, peers, rendezvous;
+	std::string reason_file; // where to write "onramp:<CODE>: <detail>"
+	bool reregister = false; // SIGHUP the node's slurmd after recording
+	int rank = -1, device = -1;
+	bool record = false, json_only = false;
+};
+
+// Write the structured reason for onrampctl (Slurm's node reason format).
+void write_reason(const Options &o, const std::string &code, const std::string &detail)
+{
+	if (o.reason_file.empty())
+		return;
+	Status st = write_file_atomic(o.reason_file, reason_string(code, detail) + "\n", 0644);
+	if (!st.ok())
+		fprintf(stderr, "%s: --reason-file: %s\n", kProg, st.message().c_str());
+}
+
+// Could not judge: a JSON object on stdout, the reason on stderr, exit 2.
+int unjudged(const Options &o, const std::string &why)
+{
+	write_reason(o, code::kBadInput, why);
+	Json j = Json::object();
+	j.set("node", o.node).set("status", "ERROR").set("code", code::kBadInput);
+	j.set("detail", why);
+	printf("%s\n", j.dump().c_str());
+	fflush(stdout);
+	fprintf(stderr, "%s: %s could not judge: %s\n", kProg, o.node.c_str(), why.c_str());
+	return kExitUnjudged;
+}
+
+Result<std::vector<std::string>> expand_peers(const std::string &peers)
+{
+	auto hosts = hostlist_expand(peers);
+	if (!hosts.ok())
+		return Status::Error("--peers: " + hosts.status().message());
+	return hosts.value();
+}
+
+// Print the verdict, record it when asked, and map it to the exit status.
+int finish(const Options &o, const Config &cfg, const Verdict &v, bool pair_only)
+{
+	printf("%s\n", v.to_json().dump().c_str());
+	fflush(stdout);
+	if (!o.json_only)
+		fprintf(stderr, "%s: %s\n", kProg, verdict_summary(v).c_str());
+	write_reason(o, v.code(), v.detail());
+	if (v.inconclusive)
+		return kExitUnjudged;
+	int rc = v.passed() ? kExitPass : kExitFail;
+	if (o.record) {
+		Status st;
+		if (!pair_only)
+			st = record_verdict(cfg, v);
+		else if (rc == kExitFail) // a failed pair test downgrades the record
+			st = revoke_record(cfg, v.node, v.code(), v.detail(), kRecordFail);
+		if (!st.ok()) {
+			fprintf(stderr, "%s: %s: cannot write the admission record: %s\n", kProg,
+			        v.node.c_str(), st.message().c_str());
+			return kExitUnjudged;
+		}
+		if (o.reregister) {
+			Status rs = reregister_slurmd(v.node);
+			if (!rs.ok())
+				fprintf(stderr, "%s: %s: %s\n", kProg, v.node.c_str(),
+				        rs.message().c_str());
+		}
+	}
+	return rc;
+}
+
+int cmd_pair_rank(const Options &o, const Config &cfg)
+{
+	PairRankOptions p;
+	std::string rv = o.rendezvous;
+	if (rv.empty()) {
+		const char *nl = getenv("SLURM_STEP_NODELIST");
+		if (!nl)
+			nl = getenv("SLURM_JOB_NODELIST");
+		if (!nl)
+			return unjudged(o, "pair-rank: no --rendezvous and no SLURM_STEP_NODELIST");
+		auto hosts = hostlist_expand(nl);
+		if (!hosts.ok() || hosts->empty())
+			return unjudged(o, "pair-rank: cannot expand the step's node list");
+		rv = hosts->front() + ":" + cfg.str("PairPort");
+	}
+	Status st = parse_rendezvous(rv, &p.host, &p.port);
+	if (!st.ok())
+		return unjudged(o, st.message());
+	p.rank = o.rank >= 0 ? o.rank : (o.node == p.host ? 0 : 1);
+	const char *local = getenv("SLURM_LOCALID");
+	p.device = o.device >= 0 ? o.device : (local ? atoi(local) : 0);
+	auto bpath = baseline_path(cfg);
+	if (!bpath.ok())
+		return unjudged(o, bpath.status().message());
+	auto b = load_baseline(bpath.value());
+	if (!b.ok())
+		return unjudged(o, b.status().message());
+	p.bytes = b->nccl_bytes;
+	p.warmup = b->nccl_warmup;
+	p.iterations = b->nccl_iterations;
+	p.best_of = b->nccl_best_of;
+	auto r = run_pair_rank(p);
+	Json j = Json::object();
+	j.set("rank", p.rank).set("node", o.node);
+	if (r.ok()) {
+		j.set_bool("measured", r->measured).set("busbw_gbs", r->busbw_gbs);
+		Json s = Json::array();
+		for (double x : r->samples)
+			s.push(Json::adopt(json_real(x)));
+		j.set("samples", s).set("wrong", static_cast<int64_t>(r->wrong));
+	} else {
+		j.set_bool("measured", false).set("why", r.status().message());
+	}
+	printf("%s\n", j.dump().c_str());
+	fflush(stdout);
+	return r.ok() && r->measured ? kExitPass : kExitFail;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	log_set_program(kProg);
+	Options o;
+	int first = 1;
+	if (argc > 1 && (!strcmp(argv[1], "pair") || !strcmp(argv[1], "pair-rank"))) {
+		o.mode = argv[1];
+		first = 2;
+	}
+	static const struct option longopts[] = {
+	    {"conf", required_argument, nullptr, 'c'},
+	    {"node", required_argument, nullptr, 'n'},
+	    {"checks", required_argument, nullptr, 'k'},
+	    {"peers", required_argument, nullptr, 'P'},
+	    {"peer", required_argument, nullptr, 'p'},
+	    {"record", no_argument, nullptr, 'r'},
+	    {"json-only", no_argument, nullptr, 'j'},
+	    {"reason-file", required_argument, nullptr, 'F'},
+	    {"reregister", no_argument, nullptr, 'G'},
+	    {"rendezvous", required_argument, nullptr, 'z'},
+	    {"rank", required_argument, nullptr, 'R'},
+	    {"device", required_argument, nullptr, 'd'},
+	    {"help", no_argument, nullptr, 'h'},
+	    {nullptr, 0, nullptr, 0},
+	};
+	optind = first;
+	int c;
+	while ((c = getopt_long(argc, argv, "", longopts, nullptr)) != -1) {
+		switch (c) {
+		case 'c':
+			o.conf = optarg;
+			break;
+		case 'n':
+			o.node = optarg;
+			break;
+		case 'k':
+			o.checks = optarg;
+			break;
+		case 'P':
+		case 'p':
+			o.peers += (o.peers.empty() ? "" : ",") + std::string(optarg);
+			break;
+		case 'r':
+			o.record = true;
+			break;
+		case 'j':
+			o.json_only = true;
+			break;
+		case 'F':
+			o.reason_file = optarg;
+			break;
+		case 'G':
+			o.reregister = true;
+			break;
+		case 'z':
+			o.rendezvous = optarg;
+			break;
+		case 'R':
+			o.rank = atoi(optarg);
+			break;
+		case 'd':
+			o.device = atoi(optarg);
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return kExitUnjudged;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "%s: unexpected argument '%s'\n", kProg, argv[optind]);
+		usage(stderr);
+		return kExitUnjudged;
+	}
+	if (o.conf.empty())
+		o.conf = default_conf_path();
+	if (o.node.empty())
+		o.node = default_node();
+	if (o.node.empty())
+		return unjudged(o, "no node name (--node, SLURMD_NODENAME or the host name)");
+
+	auto cfg = Config::load(o.conf);
+	if (!cfg.ok())
+		return unjudged(o, cfg.status().message());
+
+	if (o.mode == "pair-rank")
+		return cmd_pair_rank(o, cfg.value());
+	if (o.mode == "pair" && o.peers.empty())
+		return unjudged(o, "pair: give --peer NODE or --peers HOSTLIST");
+	if (o.mode == "pair" && !o.checks.empty())
+		return unjudged(o, "pair: --checks does not apply to the pair test");
+
+	std::vector<std::string> peers;
+	if (!o.peers.empty()) {
+		auto p = expand_peers(o.peers);
+		if (!p.ok())
+			return unjudged(o, p.status().message());
+		peers = p.value();
+	}
+	AdmitOptions opt;
+	if (!o.checks.empty()) {
+		auto list = parse_check_list(o.checks);
+		if (!list.ok())
+			return unjudged(o, list.status().message());
+		opt.checks = list.value();
+	}
+	auto in = prepare_admission(cfg.value(), o.node);
+	if (!in.ok())
+		return unjudged(o, in.status().message());
+
+	if (o.mode == "pair") {
+		auto v = run_pair_admission(*in.value(), peers, opt);
+		if (!v.ok())
+			return unjudged(o, v.status().message());
+		return finish(o, cfg.value(), v.value(), true);
+	}
+	Verdict v = run_admission(*in.value(), opt);
+	if (!peers.empty() && v.passed()) {
+		auto pv = run_pair_admission(*in.value(), peers, opt);
+		if (!pv.ok())
+			return unjudged(o, pv.status().message());
+		v.checks.push_back(pv->checks.front());
+		v.inconclusive = pv->inconclusive;
+	}
+	return finish(o, cfg.value(), v, false);
+}

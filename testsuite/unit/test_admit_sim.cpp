@@ -1,0 +1,276 @@
+// Whole admission runs: every shipped sim profile gives its intended
+// verdict, a hung check is killed with its whole process group, the record
+// is written for PASS/FAIL only, and the real backend here fails NO_GPU.
+#include "unit.hpp"
+
+#include <cstring>
+
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <map>
+#include <sys/wait.h>
+
+#include "admit/admission.hpp"
+#include "admit/record.hpp"
+#include "admit/runner.hpp"
+#include "admit_fixture.hpp"
+
+using namespace onramp;
+using namespace onramp::admit;
+
+static Verdict admit_node(AdmitFixture &fx, const std::string &node, AdmitOptions opt = {})
+{
+	fx.boot(node, "boot-" + node);
+	auto in = prepare_admission(fx.config(), node);
+	if (!in.ok())
+		print_error("%s\n", in.status().message().c_str());
+	assert_true(in.ok());
+	return run_admission(*in.value(), opt);
+}
+
+static const CheckResult &check(const Verdict &v, const std::string &name)
+{
+	for (const auto &c : v.checks)
+		if (c.name == name)
+			return c;
+	print_error("no check %s\n", name.c_str());
+	fail();
+	return v.checks.front();
+}
+
+static void every_profile_gives_its_code(void **)
+{
+	struct {
+		const char *profile, *status, *code, *check;
+	} cases[] = {
+	    {"healthy", "PASS", "OK", nullptr},
+	    {"low-nccl", "FAIL", "NCCL_BW_LOW", "nccl_allreduce"},
+	    {"corrupt-nccl", "FAIL", "NCCL_CORRUPT", "nccl_allreduce"},
+	    {"xid", "FAIL", "XID_CRITICAL", "gpu_health"},
+	    {"ecc", "FAIL", "ECC_UNCORRECTED", "gpu_health"},
+	    {"baseline-mismatch", "FAIL", "VERSION_MISMATCH", "versions"},
+	    {"port-down", "FAIL", "PORT_DOWN", "fabric"},
+	    {"wrong-affinity", "FAIL", "AFFINITY_MISMATCH", "topology"},
+	    {"bad-peer", "PASS", "OK", nullptr}, // healthy locally
+	};
+	AdmitFixture fx;
+	for (auto &tc : cases) {
+		fx.profile(tc.profile, tc.profile);
+		Verdict v = admit_node(fx, tc.profile);
+		if (v.status() != tc.status || v.code() != tc.code)
+			print_error("%s: got %s %s: %s\n", tc.profile, v.status().c_str(),
+			            v.code().c_str(), v.detail().c_str());
+		assert_string_equal(v.status().c_str(), tc.status);
+		assert_string_equal(v.code().c_str(), tc.code);
+		assert_int_equal(v.checks.size(), 7);
+		assert_true(v.simulated);
+		assert_string_equal(v.backend.c_str(), "sim");
+		assert_string_equal(v.boot_id.c_str(), (std::string("boot-") + tc.profile).c_str());
+		for (const auto &c : v.checks) {
+			assert_true(c.simulated);
+			assert_contains(c.detail, "[SIMULATED]");
+		}
+		if (tc.check)
+			assert_string_equal(v.first_failure()->name.c_str(), tc.check);
+		// Only the intended check fails.
+		size_t failing = 0;
+		for (const auto &c : v.checks)
+			failing += !c.passed();
+		assert_int_equal(failing, tc.check ? 1 : 0);
+	}
+}
+
+static void numbers_are_carried(void **)
+{
+	AdmitFixture fx;
+	fx.profile("n1", "low-nccl");
+	Verdict v = admit_node(fx, "n1");
+	const CheckResult &n = check(v, "nccl_allreduce");
+	assert_true(std::fabs(n.value - 301.2) < 1e-6);
+	assert_true(std::fabs(n.threshold - 387.9) < 1e-6);
+	assert_int_equal(n.samples.size(), 3);
+	assert_true(std::fabs(n.samples[1] - 298.7) < 1e-6);
+	assert_string_equal(v.detail().c_str(), "nccl_allreduce busbw 301.2 GB/s < 387.9 GB/s "
+	                                        "(best of 3) [SIMULATED]");
+	assert_string_equal(verdict_summary(v).c_str(),
+	                    "n1 FAIL NCCL_BW_LOW: nccl_allreduce busbw 301.2 GB/s < 387.9 GB/s "
+	                    "(best of 3) [SIMULATED]");
+	const CheckResult &m = check(v, "mem_bw");
+	assert_int_equal(m.samples.size(), 8);
+	assert_true(std::fabs(m.threshold - 3440) < 1e-6); // 0.8 x 4300
+	assert_true(std::fabs(m.value - 4284.9) < 1e-6);   // the slowest GPU
+	// A stricter onramp.conf fraction makes the healthy numbers fail.
+	AdmitFixture strict("sim", "MemBwFraction=1.0\n");
+	strict.profile("n1", "healthy");
+	Verdict s = admit_node(strict, "n1");
+	assert_string_equal(s.code().c_str(), "MEM_BW_LOW");
+	// The verdict's JSON has the documented fields.
+	std::string j = v.to_json().dump();
+	for (const char *f : {"\"node\":\"n1\"", "\"boot_id\":\"boot-n1\"", "\"baseline_digest\":",
+	                      "\"backend\":\"sim\"", "\"simulated\":true", "\"sku\":\"SIM-8GPU\"",
+	                      "\"time\":", "\"status\":\"FAIL\"", "\"checks\":[", "\"samples\":[",
+	                      "\"duration_s\":", "\"unit\":\"GB/s\""})
+		assert_contains(j, f);
+}
+
+static bool pid_alive(pid_t p)
+{
+	return kill(p, 0) == 0;
+}
+
+static void hang_times_out_and_leaves_nothing(void **)
+{
+	AdmitFixture fx;
+	// A 1 s timeout for the hanging check.
+	std::string b = slurp(fx.baselines + "/SIM-8GPU.json");
+	b.replace(b.find("\"nccl_allreduce\": 5"), strlen("\"nccl_allreduce\": 5"),
+	          "\"nccl_allreduce\": 1");
+	put(fx.baselines + "/SIM-8GPU.json", b);
+	std::string text = slurp(src_path("etc/sim-profiles/hang.json"));
+	text.replace(text.find("\"check\": \"nccl_allreduce\""),
+	             strlen("\"check\": \"nccl_allreduce\""),
+	             "\"check\": \"nccl_allreduce\", \"pid_file\": \"hang.pids\"");
+	put(fx.profiles + "/n1.json", text);
+	std::map<std::string, pid_t> pgids;
+	AdmitOptions opt;
+	opt.checks = {"inventory", "nccl_allreduce", "fabric"};
+	opt.on_spawn = [&](const std::string &c, pid_t g) { pgids[c] = g; };
+	auto t0 = std::chrono::steady_clock::now();
+	Verdict v = admit_node(fx, "n1", opt);
+	double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+	const CheckResult &n = check(v, "nccl_allreduce");
+	assert_int_equal(n.status, CheckStatus::Timeout);
+	assert_string_equal(n.code.c_str(), "CHECK_TIMEOUT");
+	assert_true(n.duration_s >= 1.0 && n.duration_s < 3.0);
+	assert_true(took < 6.0);
+	assert_string_equal(v.code().c_str(), "CHECK_TIMEOUT");
+	// The checks after it still ran.
+	assert_int_equal(check(v, "fabric").status, CheckStatus::Pass);
+	// The hung check and its helper are gone, and nothing of its group.
+	std::string pids = slurp(fx.profiles + "/hang.pids");
+	int child = 0, helper = 0;
+	assert_int_equal(sscanf(pids.c_str(), "%d %d", &child, &helper), 2);
+	assert_int_equal(child, pgids["nccl_allreduce"]);
+	assert_false(pid_alive(child));
+	assert_false(pid_alive(helper));
+	for (const auto &kv : pgids)
+		assert_false(process_group_alive(kv.second));
+}
+
+static void runner_reports_crashes_and_keeps_stdout_clean(void **)
+{
+	IsolatedRun r = run_isolated("x", 5, []() -> CheckResult {
+		printf("noise on stdout\n");
+		raise(SIGKILL);
+		return make_pass("x", "");
+	});
+	assert_int_equal(r.result.status, CheckStatus::Error);
+	assert_string_equal(r.result.code.c_str(), "CHECK_ERROR");
+	assert_contains(r.result.detail, "killed by signal 9");
+	assert_false(process_group_alive(r.pgid));
+	// A check that leaves a background process behind: killed too.
+	pid_t bg = 0;
+	int fds[2];
+	assert_int_equal(pipe(fds), 0);
+	r = run_isolated("y", 5, [&]() -> CheckResult {
+		pid_t p = fork();
+		if (p == 0) {
+			for (;;)
+				pause();
+		}
+		if (write(fds[1], &p, sizeof p) != sizeof p)
+			_exit(1);
+		return make_pass("y", "ok");
+	});
+	assert_int_equal(read(fds[0], &bg, sizeof bg), sizeof bg);
+	close(fds[0]);
+	close(fds[1]);
+	assert_int_equal(r.result.status, CheckStatus::Pass);
+	assert_string_equal(r.result.detail.c_str(), "ok");
+	assert_false(pid_alive(bg));
+	assert_false(process_group_alive(r.pgid));
+}
+
+struct Run {
+	int rc = -1;
+	std::string out, err;
+};
+
+static Run run_admit(const std::string &args)
+{
+	std::string dir = unit_tmpdir();
+	std::string cmd = admit_binary() + " " + args + " >" + dir + "/out 2>" + dir + "/err";
+	int st = system(cmd.c_str());
+	Run r;
+	r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	r.out = slurp(dir + "/out");
+	r.err = slurp(dir + "/err");
+	return r;
+}
+
+static void cli_records_pass_and_fail(void **)
+{
+	AdmitFixture fx;
+	fx.profile("good", "healthy");
+	fx.profile("slow", "low-nccl");
+	fx.boot("good", "boot-1");
+	fx.boot("slow", "boot-2");
+	Run r = run_admit("--conf " + fx.conf + " --node good --record");
+	assert_int_equal(r.rc, 0);
+	assert_contains(r.err, "onramp-admit: good PASS: 7 checks passed [SIMULATED]");
+	auto j = json_parse(r.out, "stdout");
+	assert_true(j.ok());
+	assert_string_equal(json_string_value(json_object_get(j->get(), "status")), "PASS");
+	auto rec = read_record(fx.record("good"));
+	assert_true(rec.ok());
+	assert_string_equal(rec->status.c_str(), "PASS");
+	assert_string_equal(rec->boot_id.c_str(), "boot-1");
+	std::string why;
+	assert_int_equal(judge(fx.config(), "good", &why), Judgement::Admitted);
+
+	r = run_admit("--conf " + fx.conf + " --node slow --record --json-only");
+	assert_int_equal(r.rc, 1);
+	assert_string_equal(r.err.c_str(), "");
+	rec = read_record(fx.record("slow"));
+	assert_string_equal(rec->status.c_str(), "FAIL");
+	assert_string_equal(rec->code.c_str(), "NCCL_BW_LOW");
+	assert_int_equal(judge(fx.config(), "slow", &why), Judgement::NotAdmitted);
+	assert_contains(why, "admission FAIL NCCL_BW_LOW: nccl_allreduce busbw 301.2");
+
+	// Without --record nothing is written.
+	fx.profile("quiet", "healthy");
+	fx.boot("quiet", "b");
+	assert_int_equal(run_admit("--conf " + fx.conf + " --node quiet").rc, 0);
+	assert_true(access(fx.record("quiet").c_str(), F_OK) != 0);
+}
+
+static void real_backend_here_is_no_gpu(void **)
+{
+	AdmitFixture fx("real", "SysfsRoot=" + unit_tmpdir() + "\n");
+	fx.boot("n1", "boot-1");
+	Run r = run_admit("--conf " + fx.conf +
+	                  " --node n1 --checks inventory,mem_bw,nccl_allreduce"
+	                  " --record");
+	assert_int_equal(r.rc, 1);
+	assert_contains(r.err, "onramp-admit: n1 FAIL NO_GPU:");
+	assert_contains(r.out, "\"backend\":\"real\"");
+	assert_contains(r.out, "\"simulated\":false");
+	auto rec = read_record(fx.record("n1"));
+	assert_true(rec.ok());
+	assert_string_equal(rec->status.c_str(), "FAIL");
+	assert_string_equal(rec->code.c_str(), "NO_GPU");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(every_profile_gives_its_code),
+	    cmocka_unit_test(numbers_are_carried),
+	    cmocka_unit_test(hang_times_out_and_leaves_nothing),
+	    cmocka_unit_test(runner_reports_crashes_and_keeps_stdout_clean),
+	    cmocka_unit_test(cli_records_pass_and_fail),
+	    cmocka_unit_test(real_backend_here_is_no_gpu),
+	};
+	return cmocka_run_group_tests_name("admit_sim", tests, NULL, NULL);
+}
