@@ -21,6 +21,22 @@ void copy_out(const std::string &s, char *buf, size_t len)
 	buf[n] = '\0';
 }
 
+// onramp.conf and every flow's state, or the first error.
+Result<std::shared_ptr<const PolicyState>> load_state(const std::string &path)
+{
+	auto cfg = Config::load(path);
+	if (!cfg.ok())
+		return cfg.status();
+	auto st = std::make_shared<PolicyState>();
+	st->cfg = std::make_shared<const Config>(std::move(cfg.value()));
+	Status s = rewire_load(*st->cfg, &st->rewire);
+	if (s.ok())
+		s = migrate_load(*st->cfg, &st->migrate);
+	if (!s.ok())
+		return s;
+	return std::shared_ptr<const PolicyState>(st);
+}
+
 } // namespace onramp
 
 extern "C" onramp_ctx_t *onramp_ctx_create(const char *path, const char *component, char *err,
@@ -31,15 +47,15 @@ extern "C" onramp_ctx_t *onramp_ctx_create(const char *path, const char *compone
 			copy_out("no configuration path", err, errlen);
 			return nullptr;
 		}
-		auto cfg = onramp::Config::load(path);
-		if (!cfg.ok()) {
-			copy_out(cfg.status().message(), err, errlen);
+		auto st = onramp::load_state(path);
+		if (!st.ok()) {
+			copy_out(st.status().message(), err, errlen);
 			return nullptr;
 		}
 		auto *ctx = new onramp_ctx;
 		ctx->path = path;
 		ctx->component = component ? component : "onramp";
-		ctx->conf = std::make_shared<const onramp::Config>(std::move(cfg.value()));
+		ctx->state = st.value();
 		ctx->generation = 1;
 		onramp::log_info("%s: loaded %s", ctx->component.c_str(), path);
 		return ctx;
@@ -56,15 +72,15 @@ extern "C" int onramp_ctx_reload(onramp_ctx_t *ctx)
 	if (!ctx)
 		return -1;
 	try {
-		auto cfg = onramp::Config::load(ctx->path);
-		if (!cfg.ok()) {
+		auto st = onramp::load_state(ctx->path);
+		if (!st.ok()) {
 			onramp::log_error("%s: %s; keeping the last good configuration",
-			                  ctx->component.c_str(), cfg.status().message().c_str());
+			                  ctx->component.c_str(), st.status().message().c_str());
 			return -1;
 		}
 		{
 			std::lock_guard<std::mutex> g(ctx->mu);
-			ctx->conf = std::make_shared<const onramp::Config>(std::move(cfg.value()));
+			ctx->state = st.value();
 		}
 		ctx->generation++;
 		onramp::log_info("%s: loaded %s", ctx->component.c_str(), ctx->path.c_str());
@@ -134,15 +150,22 @@ extern "C" char *onramp_hostlist_expand(const char *expr, char *err, size_t errl
 }
 
 extern "C" int onramp_job_decide(onramp_ctx_t *ctx, const onramp_job_t *job, int is_modify,
-                                 char *msg, size_t msglen)
+                                 onramp_job_edits_t *edits, char *msg, size_t msglen)
 {
 	copy_out("", msg, msglen);
+	if (edits) {
+		memset(edits, 0, sizeof(*edits));
+		edits->requeue = -1;
+		edits->open_append = -1;
+	}
 	if (!ctx || !job)
 		return 0;
 	try {
 		auto s = [](const char *p) { return std::string(p ? p : ""); };
 		onramp::JobView v;
+		v.job_id = job->job_id;
 		v.submit_uid = job->submit_uid;
+		v.user_id = job->user_id;
 		v.submit_is_admin = job->submit_is_admin != 0;
 		v.account = s(job->account);
 		v.qos = s(job->qos);
@@ -152,11 +175,48 @@ extern "C" int onramp_job_decide(onramp_ctx_t *ctx, const onramp_job_t *job, int
 		v.features = s(job->features);
 		v.min_nodes = job->min_nodes;
 		v.max_nodes = job->max_nodes;
-		auto cfg = onramp::ctx_config(ctx);
+		v.req_switch = job->req_switch;
+		v.wait4switch = job->wait4switch;
+		v.time_limit = job->time_limit;
+		v.requeue = job->requeue;
+		v.warn_signal = job->warn_signal;
+		v.warn_time = job->warn_time;
+		for (uint32_t i = 0; job->spank_env && i < job->spank_env_size; i++)
+			if (job->spank_env[i])
+				v.spank_env.emplace_back(job->spank_env[i]);
+		v.current_admin_comment = s(job->current_admin_comment);
+		v.current_requeue = job->current_requeue;
+		auto st = onramp::ctx_state(ctx);
 		onramp::Decision d =
-		    is_modify ? onramp::decide_modify(*cfg, v) : onramp::decide_submit(*cfg, v);
+		    is_modify ? onramp::decide_modify(*st, v) : onramp::decide_submit(*st, v);
 		copy_out(d.message, msg, msglen);
-		return d.reject ? -1 : 0;
+		if (d.reject)
+			return -1;
+		if (edits) {
+			if (d.req_switch) {
+				edits->has_req_switch = 1;
+				edits->req_switch = *d.req_switch;
+			}
+			if (d.wait4switch) {
+				edits->has_wait4switch = 1;
+				edits->wait4switch = *d.wait4switch;
+			}
+			edits->hold = d.hold;
+			if (d.requeue)
+				edits->requeue = *d.requeue;
+			if (d.open_append)
+				edits->open_append = *d.open_append ? 1 : 0;
+			if (d.warn_signal) {
+				edits->has_warn = 1;
+				edits->warn_signal = *d.warn_signal;
+				edits->warn_time = d.warn_time.value_or(0);
+			}
+			std::string c = d.comment_append;
+			if (d.hold && !d.hold_reason.empty())
+				c += (c.empty() ? "" : "; ") + d.hold_reason;
+			copy_out(c, edits->comment_append, sizeof(edits->comment_append));
+		}
+		return 0;
 	} catch (...) {
 		// Never reject a user's job because of our own internal error.
 		copy_out("onramp: internal error in the submit policy; job accepted unchanged", msg,

@@ -8,22 +8,29 @@
 
 #include "config.hpp"
 #include "onramp.h"
+#include "submit.hpp"
 
 struct onramp_ctx {
 	std::string path;
 	std::string component;
 	mutable std::mutex mu;
-	std::shared_ptr<const onramp::Config> conf; // the last good one
+	std::shared_ptr<const onramp::PolicyState> state; // the last good one
 	std::atomic<uint64_t> generation{0};
 };
 
 namespace onramp {
 
+// The state in force (never null for a created context).
+inline std::shared_ptr<const PolicyState> ctx_state(const onramp_ctx_t *ctx)
+{
+	std::lock_guard<std::mutex> g(ctx->mu);
+	return ctx->state;
+}
+
 // The configuration in force (never null for a created context).
 inline std::shared_ptr<const Config> ctx_config(const onramp_ctx_t *ctx)
 {
-	std::lock_guard<std::mutex> g(ctx->mu);
-	return ctx->conf;
+	return ctx_state(ctx)->cfg;
 }
 
 // Copy s into a C buffer of len bytes, always NUL-terminated.

@@ -59,7 +59,9 @@ char *onramp_hostlist_expand(const char *expr, char *err, size_t errlen);
 /* ---------------------------------------------------------- job_submit */
 /* The job fields onramp's submit policy reads; strings may be NULL. */
 typedef struct onramp_job {
+	uint32_t job_id; /* 0 at submission */
 	uint32_t submit_uid;
+	uint32_t user_id;
 	int submit_is_admin; /* root, SlurmUser or AdminLevel=Admin */
 	const char *account;
 	const char *qos;
@@ -67,18 +69,45 @@ typedef struct onramp_job {
 	const char *reservation;
 	const char *name;
 	const char *features;
-	uint32_t min_nodes; /* 0: not given */
-	uint32_t max_nodes; /* 0: not given */
+	uint32_t min_nodes;   /* 0: not given */
+	uint32_t max_nodes;   /* 0: not given */
+	uint32_t req_switch;  /* 0: not given */
+	uint32_t wait4switch; /* seconds, 0: not given */
+	uint32_t time_limit;  /* minutes, 0: not given */
+	int requeue;          /* -1: not given */
+	uint16_t warn_signal; /* 0: none */
+	uint16_t warn_time;
+	char **spank_env; /* "NAME=value" */
+	uint32_t spank_env_size;
+	/* job_modify only: the job as it is now */
+	const char *current_admin_comment;
+	int current_requeue; /* -1: unknown */
 } onramp_job_t;
+
+/* Edits the policy asks for; has_* / -1 mean "leave as is". */
+typedef struct onramp_job_edits {
+	int has_req_switch;
+	uint32_t req_switch;
+	int has_wait4switch;
+	uint32_t wait4switch;
+	int hold;        /* submit held */
+	int requeue;     /* -1, 0, 1 */
+	int open_append; /* -1, 0 (truncate), 1 (append) */
+	int has_warn;
+	uint16_t warn_signal;
+	uint16_t warn_time;
+	char comment_append[256]; /* "" when none */
+} onramp_job_edits_t;
 
 /*
  * Decide a submission (is_modify=0) or a modification (is_modify=1, job
  * holds only the changed fields). No I/O, no blocking: safe under
- * slurmctld's locks. Returns 0 to accept, -1 to reject with a message for
- * the user in msg; an accepted job may still get a log message in msg.
+ * slurmctld's locks. Returns 0 to accept (with edits to apply), -1 to
+ * reject with a message for the user in msg; an accepted job may still get
+ * a message for the log in msg.
  */
-int onramp_job_decide(onramp_ctx_t *ctx, const onramp_job_t *job, int is_modify, char *msg,
-                      size_t msglen);
+int onramp_job_decide(onramp_ctx_t *ctx, const onramp_job_t *job, int is_modify,
+                      onramp_job_edits_t *edits, char *msg, size_t msglen);
 
 /* ----------------------------------------------------------- admission */
 /*

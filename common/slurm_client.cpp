@@ -1,6 +1,11 @@
 #include "slurm_client.hpp"
 
 #include <cstring>
+#include <dirent.h>
+#include <signal.h>
+#include <vector>
+
+#include "atomic_file.hpp"
 #include <slurm/slurm.h>
 #include <slurm/slurm_errno.h>
 
@@ -53,6 +58,45 @@ Status drain_node(const std::string &node, const std::string &reason, bool *kept
 	if (slurm_update_node(&msg) != SLURM_SUCCESS)
 		return Status::Error("cannot drain node " + node + ": " +
 		                     slurm_strerror(slurm_get_errno()));
+	return Status::Ok();
+}
+
+Status reregister_slurmd(const std::string &node)
+{
+	DIR *d = opendir("/proc");
+	if (!d)
+		return Status::Error("cannot read /proc");
+	std::vector<pid_t> any, named;
+	while (struct dirent *e = readdir(d)) {
+		char *end;
+		long pid = strtol(e->d_name, &end, 10);
+		if (*end || pid <= 0)
+			continue;
+		auto cmd = read_file(std::string("/proc/") + e->d_name + "/cmdline", 1 << 16);
+		if (!cmd.ok() || cmd->empty())
+			continue;
+		std::vector<std::string> argv;
+		for (size_t p = 0; p < cmd->size();) {
+			size_t z = cmd->find('\0', p);
+			argv.push_back(
+			    cmd->substr(p, z == std::string::npos ? std::string::npos : z - p));
+			p = (z == std::string::npos) ? cmd->size() : z + 1;
+		}
+		std::string exe = argv[0].substr(argv[0].rfind('/') + 1);
+		if (exe != "slurmd")
+			continue;
+		any.push_back(pid);
+		for (size_t i = 0; i + 1 < argv.size(); i++)
+			if (argv[i] == "-N" && argv[i + 1] == node)
+				named.push_back(pid);
+	}
+	closedir(d);
+	pid_t target = !named.empty() ? named[0] : (any.size() == 1 ? any[0] : 0);
+	if (!target)
+		return Status::Error("no slurmd for node " + node + " on this host");
+	if (kill(target, SIGHUP) != 0)
+		return Status::Error(
+		    strprintf("cannot signal slurmd %d: %s", (int)target, strerror(errno)));
 	return Status::Ok();
 }
 

@@ -18,4 +18,10 @@ Result<std::string> node_reason(const std::string &node);
 // whose state cannot be read is drained.
 Status drain_node(const std::string &node, const std::string &reason, bool *kept = nullptr);
 
+// Ask node's slurmd on this host to re-register (SIGHUP: it re-reads its
+// configuration and reports its features again, so node_features/onramp's
+// view of the admission record reaches slurmctld). With several slurmds on
+// one host (multiple-slurmd) the one started with "-N node" is chosen.
+Status reregister_slurmd(const std::string &node);
+
 } // namespace onramp

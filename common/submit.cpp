@@ -71,14 +71,26 @@ bool is_admission_reservation(const Config &cfg, const std::string &name)
 	       name[base.size()] == '_';
 }
 
-Decision decide_submit(const Config &cfg, const JobView &job)
+static Decision decide(const PolicyState &st, const JobView &job, bool modify)
 {
-	return guard(cfg, job, false);
+	Decision d = guard(*st.cfg, job, modify);
+	if (d.reject)
+		return d;
+	rewire_decide(st, job, modify, &d);
+	if (d.reject)
+		return d;
+	migrate_decide(st, job, modify, &d);
+	return d;
 }
 
-Decision decide_modify(const Config &cfg, const JobView &change)
+Decision decide_submit(const PolicyState &st, const JobView &job)
 {
-	return guard(cfg, change, true);
+	return decide(st, job, false);
+}
+
+Decision decide_modify(const PolicyState &st, const JobView &change)
+{
+	return decide(st, change, true);
 }
 
 } // namespace onramp

@@ -1,37 +1,92 @@
 // job_submit/onramp's policy, independent of Slurm's structures. The C shim
-// copies the fields it needs into a JobView and applies the Decision.
+// copies the fields it needs into a JobView, asks decide_submit() or
+// decide_modify(), and applies the Decision's edits to the job.
 //
-// Admission-path guard: the admission reservations (AdmissionReservation,
-// optionally suffixed "_<node>") and the AdmissionAccount are for Slurm
-// admins and SlurmUser only; a job under the admission account may run only
-// inside an admission reservation. User jobs are otherwise left alone.
+// The policy has three parts, each in its flow's directory:
+//  - the admission-path guard (here): the admission reservations
+//    (AdmissionReservation, optionally suffixed "_<node>") and the
+//    AdmissionAccount are for Slurm admins and SlurmUser only; a job under
+//    the admission account may run only inside an admission reservation;
+//  - rewiring windows (common/rewire/): rack-affinity --switches defaults
+//    and held submissions while a window is active;
+//  - migration (common/migrate/): opted-in jobs made requeueable with a
+//    warning signal; modifications refused while a migration is in flight.
+// Everything here runs under slurmctld's locks: no I/O, no blocking. State
+// the parts need (windows, leaf sizes) is loaded off that path into a
+// PolicyState when the configuration is (re)loaded.
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "config.hpp"
+#include "status.hpp"
 
 namespace onramp {
 
 struct JobView {
+	uint32_t job_id = 0; // 0 at submission (no id yet)
 	uint32_t submit_uid = 0;
+	uint32_t user_id = 0;
 	bool submit_is_admin = false; // root, SlurmUser or AdminLevel=Admin
 	std::string account, qos, partition, reservation, name, features;
 	uint32_t min_nodes = 0, max_nodes = 0; // 0: not given
+	uint32_t req_switch = 0;               // --switches count, 0: not given
+	uint32_t wait4switch = 0;              // seconds, 0: not given
+	uint32_t time_limit = 0;               // minutes, 0: not given
+	int requeue = -1;                      // -1: not given, 0 no, 1 yes
+	uint16_t warn_signal = 0;              // 0: none
+	uint16_t warn_time = 0;                // seconds before the end
+	std::vector<std::string> spank_env;    // "NAME=value" from SPANK plugins
+	// job_modify only: the job as it is now.
+	std::string current_admin_comment;
+	int current_requeue = -1;
 };
 
 struct Decision {
 	bool reject = false;
 	std::string message; // to the user when rejected, to the log otherwise
+
+	// Edits to apply to the job (unset: leave as is).
+	std::optional<uint32_t> req_switch, wait4switch;
+	bool hold = false;       // submit held (priority 0)
+	std::string hold_reason; // why, for the job's comment
+	std::optional<int> requeue;
+	std::optional<bool> open_append; // log files opened in append mode
+	std::optional<uint16_t> warn_signal, warn_time;
+	std::string comment_append; // text appended to the job's comment
+};
+
+// State beyond onramp.conf that the policy consults, loaded off the submit
+// path. Each flow adds its own member.
+struct PolicyState {
+	std::shared_ptr<const Config> cfg;
+	std::shared_ptr<const void> rewire;  // common/rewire's view (window, leaves)
+	std::shared_ptr<const void> migrate; // common/migrate's view
 };
 
 // Does name denote one of onramp's admission reservations?
 bool is_admission_reservation(const Config &cfg, const std::string &name);
 
-// REQUIRES: nothing; does no I/O (runs under slurmctld's locks).
-Decision decide_submit(const Config &cfg, const JobView &job);
-// For job_modify: job carries only the fields being changed.
-Decision decide_modify(const Config &cfg, const JobView &change);
+// REQUIRES: st.cfg set; does no I/O (runs under slurmctld's locks).
+Decision decide_submit(const PolicyState &st, const JobView &job);
+// For job_modify: job carries only the fields being changed (and the
+// current_* fields).
+Decision decide_modify(const PolicyState &st, const JobView &change);
+
+// Load each flow's state for the policy (file I/O; never on the submit
+// path). An error rejects the whole reload: the previous state stays in
+// force and the caller logs the message, which names the file and item.
+Status rewire_load(const Config &cfg, std::shared_ptr<const void> *out);
+Status migrate_load(const Config &cfg, std::shared_ptr<const void> *out);
+
+// Flow hooks, called by decide_submit/decide_modify after the admission
+// guard when the job was not rejected; each may add edits or reject.
+// Defined in their flows' directories.
+void rewire_decide(const PolicyState &st, const JobView &job, bool modify, Decision *d);
+void migrate_decide(const PolicyState &st, const JobView &job, bool modify, Decision *d);
 
 } // namespace onramp

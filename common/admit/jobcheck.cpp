@@ -208,6 +208,11 @@ int jobcheck_main(JobCheckMode mode, int argc, char **argv)
 		if (!st.ok())
 			log_error("node %s: cannot revoke admission: %s", node.c_str(),
 			          st.message().c_str());
+		// Report the revocation to slurmctld now, not at the next
+		// registration.
+		st = reregister_slurmd(node);
+		if (!st.ok())
+			log_error("node %s: %s", node.c_str(), st.message().c_str());
 	}
 	bool kept = false;
 	Status st = drain_node(node, reason, &kept);

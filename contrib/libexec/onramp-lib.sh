@@ -121,13 +121,3 @@ onramp_slurmd_ancestor() {
 	done
 	return 1
 }
-
-# Ask NODE's slurmd to re-register (SIGHUP: it re-reads its configuration
-# and reports its features again, as node_features/onramp decides them).
-onramp_slurmd_reregister() {
-	local node=$1 pid
-	pid=$(pgrep -f "^slurmd( .*)? -N $node( |\$)" | head -1)
-	[ -n "$pid" ] || pid=$(pgrep -x slurmd | head -1)
-	[ -n "$pid" ] || return 1
-	kill -HUP "$pid"
-}

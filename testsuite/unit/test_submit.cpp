@@ -5,18 +5,20 @@
 
 using namespace onramp;
 
-static Config conf()
+static PolicyState conf()
 {
 	auto c = Config::parse("AdmissionReservation=onramp_admission AdmissionAccount=onramp\n",
 	                       "t.conf");
 	if (!c.ok())
 		abort();
-	return c.value();
+	PolicyState st;
+	st.cfg = std::make_shared<const Config>(c.value());
+	return st;
 }
 
 static void users_cannot_enter_the_admission_path(void **)
 {
-	Config c = conf();
+	PolicyState c = conf();
 	JobView j;
 	j.submit_uid = 1000;
 	j.reservation = "onramp_admission_node3";
@@ -38,7 +40,7 @@ static void users_cannot_enter_the_admission_path(void **)
 
 static void user_jobs_are_left_alone(void **)
 {
-	Config c = conf();
+	PolicyState c = conf();
 	JobView j;
 	j.submit_uid = 1000;
 	j.reservation = "onramp_admissionX"; // not ours: no '_' separator
@@ -51,7 +53,7 @@ static void user_jobs_are_left_alone(void **)
 
 static void admins_use_it_only_inside_a_reservation(void **)
 {
-	Config c = conf();
+	PolicyState c = conf();
 	JobView j;
 	j.submit_uid = 0;
 	j.submit_is_admin = true;
@@ -67,7 +69,7 @@ static void admins_use_it_only_inside_a_reservation(void **)
 
 static void modify_cannot_move_a_user_job_in(void **)
 {
-	Config c = conf();
+	PolicyState c = conf();
 	JobView change;
 	change.submit_uid = 1000;
 	change.reservation = "onramp_admission";

@@ -9,7 +9,9 @@
 \*****************************************************************************/
 
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include <slurm/slurm.h>
@@ -44,11 +46,29 @@ static time_t _conf_update_time(void)
 	return t;
 }
 
-/* Re-read onramp.conf whenever slurmctld re-read its own configuration. */
+/* Identity of onramp.conf's content as the file system reports it. */
+static void _stamp(char *buf, size_t len)
+{
+	struct stat sb;
+
+	if (stat(onramp_ctx_conf_path(ctx), &sb))
+		snprintf(buf, len, "missing");
+	else
+		snprintf(buf, len, "%lu:%ld.%09ld:%ld", (unsigned long)sb.st_ino,
+		         (long)sb.st_mtim.tv_sec, sb.st_mtim.tv_nsec, (long)sb.st_size);
+}
+
+/*
+ * Re-read onramp.conf whenever slurmctld re-read its own configuration.
+ * slurm_conf.last_update has one-second resolution, so a reconfigure in the
+ * same second as our last load is caught by the file having changed since.
+ */
 static void *_watch(void *arg)
 {
-	time_t seen = _conf_update_time();
+	time_t seen = _conf_update_time(), loaded_at = time(NULL);
+	char stamp[128], now_stamp[128];
 
+	_stamp(stamp, sizeof(stamp));
 	slurm_mutex_lock(&watch_mu);
 	while (!watch_stop) {
 		struct timespec ts;
@@ -61,8 +81,11 @@ static void *_watch(void *arg)
 			break;
 		slurm_mutex_unlock(&watch_mu);
 		now = _conf_update_time();
-		if (now != seen) {
+		_stamp(now_stamp, sizeof(now_stamp));
+		if ((now != seen) || ((now >= loaded_at) && strcmp(now_stamp, stamp))) {
 			seen = now;
+			loaded_at = time(NULL);
+			strlcpy(stamp, now_stamp, sizeof(stamp));
 			(void)onramp_ctx_reload(ctx);
 		}
 		slurm_mutex_lock(&watch_mu);
@@ -109,10 +132,12 @@ static uint32_t _count(uint32_t v)
 	return (v == NO_VAL) ? 0 : v;
 }
 
-static void _fill(onramp_job_t *j, job_desc_msg_t *d, uint32_t submit_uid)
+static void _fill(onramp_job_t *j, job_desc_msg_t *d, job_record_t *job_ptr, uint32_t submit_uid)
 {
 	memset(j, 0, sizeof(*j));
+	j->job_id = job_ptr ? job_ptr->job_id : 0;
 	j->submit_uid = submit_uid;
+	j->user_id = (d->user_id == NO_VAL) ? submit_uid : d->user_id;
 	j->submit_is_admin = validate_super_user(submit_uid);
 	j->account = d->account;
 	j->qos = d->qos;
@@ -122,35 +147,68 @@ static void _fill(onramp_job_t *j, job_desc_msg_t *d, uint32_t submit_uid)
 	j->features = d->features;
 	j->min_nodes = _count(d->min_nodes);
 	j->max_nodes = _count(d->max_nodes);
+	j->req_switch = _count(d->req_switch);
+	j->wait4switch = _count(d->wait4switch);
+	j->time_limit = _count(d->time_limit);
+	j->requeue = (d->requeue == NO_VAL16) ? -1 : d->requeue;
+	j->warn_signal = (d->warn_signal == NO_VAL16) ? 0 : d->warn_signal;
+	j->warn_time = (d->warn_time == NO_VAL16) ? 0 : d->warn_time;
+	j->spank_env = d->spank_job_env;
+	j->spank_env_size = d->spank_job_env_size;
+	j->current_admin_comment = job_ptr ? job_ptr->admin_comment : NULL;
+	j->current_requeue = (job_ptr && job_ptr->details) ? job_ptr->details->requeue : -1;
 }
 
-static int _decide(job_desc_msg_t *d, uint32_t job_id, uint32_t submit_uid, int is_modify,
-                   char **err_msg)
+static void _apply(job_desc_msg_t *d, const onramp_job_edits_t *e)
+{
+	if (e->has_req_switch)
+		d->req_switch = e->req_switch;
+	if (e->has_wait4switch)
+		d->wait4switch = e->wait4switch;
+	if (e->hold)
+		d->priority = 0;
+	if (e->requeue >= 0)
+		d->requeue = e->requeue;
+	if (e->open_append >= 0)
+		d->open_mode = e->open_append ? OPEN_MODE_APPEND : OPEN_MODE_TRUNCATE;
+	if (e->has_warn) {
+		d->warn_signal = e->warn_signal;
+		d->warn_time = e->warn_time;
+	}
+	if (e->comment_append[0])
+		xstrfmtcat(d->comment, "%s%s", d->comment ? "; " : "", e->comment_append);
+}
+
+static int _decide(job_desc_msg_t *d, job_record_t *job_ptr, uint32_t submit_uid, char **err_msg)
 {
 	onramp_job_t j;
+	onramp_job_edits_t e;
 	char msg[512] = "";
+	int is_modify = job_ptr != NULL;
+	uint32_t job_id = job_ptr ? job_ptr->job_id : 0;
 
-	_fill(&j, d, submit_uid);
-	if (onramp_job_decide(ctx, &j, is_modify, msg, sizeof(msg)) < 0) {
+	_fill(&j, d, job_ptr, submit_uid);
+	if (onramp_job_decide(ctx, &j, is_modify, &e, msg, sizeof(msg)) < 0) {
 		info("%s: %s %u by uid %u rejected: %s", plugin_type,
 		     is_modify ? "update of job" : "submission", job_id, submit_uid, msg);
 		if (err_msg)
 			*err_msg = xstrdup(msg);
 		return ESLURM_ACCESS_DENIED;
 	}
+	_apply(d, &e);
 	if (msg[0])
-		verbose("%s: %s %u: %s", plugin_type, is_modify ? "update of job" : "job", job_id,
-		        msg);
+		info("%s: %s %u: %s", plugin_type, is_modify ? "update of job" : "job", job_id,
+		     msg);
 	return SLURM_SUCCESS;
 }
 
 extern int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid, char **err_msg)
 {
-	/* No job id exists yet (NO_VAL). */
-	return _decide(job_desc, job_desc->job_id, submit_uid, 0, err_msg);
+	/* No job id exists yet. */
+	return _decide(job_desc, NULL, submit_uid, err_msg);
 }
 
 extern int job_modify(job_desc_msg_t *job_desc, job_record_t *job_ptr, uint32_t submit_uid)
 {
-	return _decide(job_desc, job_ptr->job_id, submit_uid, 1, NULL);
+	return _decide(job_desc, job_ptr, submit_uid, NULL);
 }

@@ -1,0 +1,203 @@
+#!/usr/bin/env bats
+# The admission gate on the live cluster (simulated GPU backend: sim
+# profiles in etc/sim-profiles). The cluster harness admitted every node at
+# bring-up and installed onramp's permanent triggers.
+
+load helpers
+load admission_helpers
+
+setup() {
+	require_cluster
+}
+
+@test "bring-up admitted every node: sinfo shows onramp_ok available and active" {
+	run sinfo -h -N -o '%N %f %b'
+	[ "$status" -eq 0 ]
+	echo "$output"
+	[ "$(echo "$output" | sort -u | grep -c " .*onramp_ok.* .*onramp_ok")" -eq "$ONRAMP_CLUSTER_NODES" ]
+	[ "$(record_field node1 status)" = PASS ]
+}
+
+@test "a rebooted healthy node is out of production until admitted, then admitted without an admin step" {
+	local node=node2 boot_before
+	wait_for 60 "$node idle and admitted" admitted_idle "$node"
+	boot_before=$(node_boot_id "$node")
+	slow_profile "$node" 6
+	reboot_nodes "$node"
+	# Back from the reboot but under admission: reserved, feature inactive.
+	wait_for 60 "$node back from reboot in its reservation" \
+		eval "[[ \$(node_boot_id $node) != $boot_before ]] && resv_exists $node && [[ \$(node_state $node) != *REBOOT* ]]"
+	! node_admitted "$node"
+	# A production job aimed at it waits.
+	local job
+	job=$(as_user sbatch --parsable -w "$node" -o /dev/null --wrap true)
+	sleep 2
+	[ "$(job_state "$job")" = PENDING ]
+	wait_for 90 "$node admitted" admitted_idle "$node"
+	[ "$(record_field "$node" status)" = PASS ]
+	[ "$(record_field "$node" boot_id)" = "$(node_boot_id "$node")" ]
+	submit_wait "$job" COMPLETED 90
+	clear_profile "$node"
+}
+
+@test "nodes with low-NCCL, corrupt-NCCL, XID and ECC profiles end drained with their code and numbers" {
+	set_profile node5 low-nccl
+	set_profile node6 corrupt-nccl
+	set_profile node7 xid
+	set_profile node8 ecc
+	reboot_nodes 'node[5-8]'
+	wait_for 120 "node5 drained" drained_with node5 '^onramp:NCCL_BW_LOW: nccl_allreduce busbw [0-9.]+ GB/s < [0-9.]+ GB/s'
+	wait_for 60 "node6 drained" drained_with node6 '^onramp:NCCL_CORRUPT: '
+	wait_for 60 "node7 drained" drained_with node7 '^onramp:XID_CRITICAL: .*79'
+	wait_for 60 "node8 drained" drained_with node8 '^onramp:ECC_UNCORRECTED: '
+	for n in node5 node6 node7 node8; do
+		! node_admitted "$n"
+		[ "$(record_field "$n" status)" = FAIL ]
+	done
+	restore_nodes 'node[5-8]'
+}
+
+@test "baseline-mismatch, port-down, wrong-affinity and hanging nodes end drained with their code; the hang leaves no process" {
+	set_profile node5 baseline-mismatch
+	set_profile node6 port-down
+	set_profile node7 wrong-affinity
+	set_profile node8 hang
+	reboot_nodes 'node[5-8]'
+	wait_for 120 "node5 drained" drained_with node5 '^onramp:VERSION_MISMATCH: .*expected.*found'
+	wait_for 60 "node6 drained" drained_with node6 '^onramp:PORT_DOWN: '
+	wait_for 60 "node7 drained" drained_with node7 '^onramp:AFFINITY_MISMATCH: .*GPU'
+	wait_for 90 "node8 drained" drained_with node8 '^onramp:CHECK_TIMEOUT: .*nccl_allreduce'
+	# The hung check and its helper process were killed at the timeout.
+	! pgrep -f 'onramp-admit.*node8'
+	! pgrep -f 'onramp-sim-hang'
+	restore_nodes 'node[5-8]'
+}
+
+@test "50 jobs during admission never start on an unadmitted node; a job for the rack under admission pends, then runs there" {
+	local n job jobs=() rackjob admitted7 admitted8
+	slow_profile node7 15
+	slow_profile node8 15
+	reboot_nodes 'node[7-8]'
+	wait_for 60 "node7/8 in their reservations" eval 'resv_exists node7 && resv_exists node8'
+	rackjob=$(as_user sbatch --parsable -C rack2 -N4 -o /dev/null --wrap 'srun true')
+	for n in $(seq 1 50); do
+		jobs+=("$(as_user sbatch --parsable -o /dev/null \
+			--wrap 'echo "$SLURMD_NODENAME $(date +%s)" >>'"$ONRAMP_JOBS_DIR"'/gate.$SLURM_JOB_ID')")
+	done
+	sleep 2
+	[ "$(job_state "$rackjob")" = PENDING ]
+	wait_for 120 "node7 admitted" admitted_idle node7
+	wait_for 60 "node8 admitted" admitted_idle node8
+	admitted7=$(date -d "$(record_field node7 time)" +%s)
+	admitted8=$(date -d "$(record_field node8 time)" +%s)
+	submit_wait "$rackjob" COMPLETED 120
+	[ "$(job_field "$rackjob" NodeList)" = 'node[5-8]' ]
+	for job in "${jobs[@]}"; do
+		submit_wait "$job" COMPLETED 120
+		read -r n t <"$ONRAMP_JOBS_DIR/gate.$job"
+		case $n in
+		node7) ((t >= admitted7)) ;;
+		node8) ((t >= admitted8)) ;;
+		esac
+	done
+	clear_profile node7
+	clear_profile node8
+}
+
+@test "a node that reboots without RebootProgram is stopped by the prolog, drained, then admitted again" {
+	local node=node4 job
+	wait_for 60 "$node idle and admitted" admitted_idle "$node"
+	"$ONRAMP_REPO/testsuite/cluster/crash-node" "$node"
+	wait_for 60 "$node back, not admitted" eval "! node_admitted $node && [[ \$(node_state $node) == IDLE ]]"
+	job=$(as_user sbatch --parsable -w "$node" -o /dev/null --wrap 'echo ran on $SLURMD_NODENAME')
+	wait_for 60 "the prolog to drain $node" eval "[[ \$(node_reason $node) == onramp:PROLOG_NOT_ADMITTED:* ]]"
+	# The backstop's drain pulls the node into admission, which passes.
+	wait_for 120 "$node admitted again" admitted_idle "$node"
+	submit_wait "$job" COMPLETED 180
+	# The job did not complete before the node's new admission.
+	[ "$(job_field "$job" Restarts)" -ge 1 ]
+	[ "$(record_field "$node" boot_id)" = "$(node_boot_id "$node")" ]
+}
+
+@test "a bad peer in the pairwise test does not get a good new node drained" {
+	wait_for 60 "node1 and node2 idle" eval 'admitted_idle node1 && admitted_idle node2'
+	set_profile node1 bad-peer
+	reboot_nodes node3
+	wait_for 120 "node3 admitted" admitted_idle node3
+	[[ $(record_field node3 detail) == *node1* ]]
+	[[ $(node_state node1) == IDLE ]]
+	clear_profile node1
+}
+
+@test "an admin's drain reason is never touched, and onramp never resumes that node" {
+	local node=node6 pid
+	wait_for 60 "$node idle" admitted_idle "$node"
+	slow_profile "$node" 8 low-nccl
+	"$ONRAMPCTL" admit "$node" >"$BATS_TEST_TMPDIR/admit.out" 2>&1 &
+	pid=$!
+	wait_for 60 "$node's admission job running" eval "squeue -h -t R -n onramp-admit:$node | grep -q ."
+	# An admin drains the node while onramp tests it.
+	scontrol update nodename="$node" state=drain reason="admin: ticket 42"
+	local rc=0
+	wait "$pid" || rc=$?
+	[ "$rc" -eq 1 ]
+	grep -q "keeping the admin's reason" "$BATS_TEST_TMPDIR/admit.out"
+	[ "$(node_reason "$node")" = "admin: ticket 42" ]
+	# A node an admin drained is not admitted (nor resumed) by onramp.
+	clear_profile "$node"
+	run "$ONRAMPCTL" admit "$node"
+	[ "$status" -eq 2 ]
+	[[ $output == *"drained by an admin"* ]]
+	[ "$(node_reason "$node")" = "admin: ticket 42" ]
+	[[ $(node_state "$node") == *DRAIN* ]]
+	scontrol update nodename="$node" state=resume
+	restore_nodes "$node"
+}
+
+@test "an unprivileged user cannot use the admission path or forge admission" {
+	run as_user sbatch --reservation=onramp_admission_node1 -o /dev/null --wrap true
+	[ "$status" -ne 0 ]
+	[[ $output == *"admission path"* ]]
+	run as_user sbatch -A onramp -o /dev/null --wrap true
+	[ "$status" -ne 0 ]
+	[[ $output == *"admission path"* ]]
+	run as_user scontrol update nodename=node1 activefeatures=onramp_ok,rack1
+	[ "$status" -ne 0 ]
+	run as_user "$ONRAMPCTL" admit node1
+	[ "$status" -ne 0 ]
+	[[ $output == *"only root or SlurmUser"* ]]
+	# Nor can a user write a node's admission record.
+	run as_user sh -c "echo x > $ONRAMP_CLUSTER_DIR/nodes/node1/onramp/admission.json"
+	[ "$status" -ne 0 ]
+}
+
+@test "a malformed profile is a clear error naming the file and field; nothing is drained" {
+	local node=node5
+	wait_for 60 "$node idle" admitted_idle "$node"
+	printf '{"sku": "SIM-8GPU", "gpus": 7}\n' >"$ONRAMP_PROFILES/$node.json"
+	run "$ONRAMPCTL" admit "$node"
+	[ "$status" -eq 2 ]
+	[[ $output == *"could not judge"* ]]
+	[[ $output == *"$node.json"*gpus* ]]
+	[[ $(node_state "$node") != *DRAIN* ]]
+	# It stays out of production in its reservation until it can be judged.
+	resv_exists "$node"
+	clear_profile "$node"
+	run "$ONRAMPCTL" admit "$node"
+	[ "$status" -eq 0 ]
+	wait_for 30 "$node idle" admitted_idle "$node"
+}
+
+@test "the epilog revokes admission and drains a node that logged a critical XID during a job" {
+	local node=node2 job
+	wait_for 60 "$node idle" admitted_idle "$node"
+	job=$(as_user sbatch --parsable -w "$node" -o /dev/null --wrap 'sleep 4')
+	submit_wait "$job" RUNNING 60
+	# A fresh XID 79 appears while the job runs.
+	sed 's/"age_s": [0-9.]*/"age_s": 0/' "$ONRAMP_REPO/etc/sim-profiles/xid.json" >"$ONRAMP_PROFILES/$node.json"
+	submit_wait "$job" COMPLETED 60
+	wait_for 30 "$node drained by the epilog" drained_with "$node" '^onramp:EPILOG_XID: xid 79'
+	[ "$(record_field "$node" status)" = REVOKED ]
+	wait_for 30 "$node to lose $ONRAMP_FEATURE" eval "! node_admitted $node"
+	restore_nodes "$node"
+}

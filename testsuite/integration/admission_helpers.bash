@@ -1,0 +1,56 @@
+# shellcheck shell=bash
+# Helpers for the admission-gate tests (load after helpers).
+
+ONRAMPCTL=$ONRAMP_REPO/contrib/onrampctl
+ONRAMP_PROFILES=$ONRAMP_CLUSTER_DIR/sim-profiles
+ONRAMP_FEATURE=onramp_ok
+
+# set_profile NODE NAME: give NODE the simulated hardware etc/sim-profiles/NAME.json.
+set_profile() {
+	cp "$ONRAMP_REPO/etc/sim-profiles/$2.json" "$ONRAMP_PROFILES/$1.json"
+}
+# slow_profile NODE SECONDS [NAME]: profile NAME (default healthy) whose
+# memory-bandwidth check takes SECONDS (its timeout is CheckTimeout, 300 s).
+slow_profile() {
+	sed "0,/{/s//{\n  \"delay_s\": {\"mem_bw\": $2},/" \
+		"$ONRAMP_REPO/etc/sim-profiles/${3:-healthy}.json" >"$ONRAMP_PROFILES/$1.json"
+}
+clear_profile() {
+	rm -f "$ONRAMP_PROFILES/$1.json"
+}
+
+node_admitted() {
+	[[ ,$(node_field "$1" ActiveFeatures), == *,$ONRAMP_FEATURE,* ]]
+}
+node_reason() {
+	scontrol show node -o "$1" | sed -n 's/.* Reason=\(.*\) \[[^]]*\].*/\1/p'
+}
+resv_exists() {
+	scontrol -o show reservation "onramp_admission_$1" >/dev/null 2>&1
+}
+# record_field NODE FIELD: a top-level string field of the node's admission record.
+record_field() {
+	sed -n "s/^  \"$2\": \"\(.*\)\",\{0,1\}$/\1/p" "$ONRAMP_CLUSTER_DIR/nodes/$1/onramp/admission.json" | head -1
+}
+# admitted_idle NODE: admitted, out of its reservation, plain IDLE.
+admitted_idle() {
+	node_admitted "$1" && ! resv_exists "$1" && [[ $(node_state "$1") == IDLE ]]
+}
+# drained_with NODE REGEX: drained (or draining) with a reason matching REGEX.
+drained_with() {
+	[[ $(node_state "$1") == *DRAIN* ]] && ! resv_exists "$1" && [[ $(node_reason "$1") =~ $2 ]]
+}
+reboot_nodes() {
+	scontrol reboot ASAP nextstate=RESUME reason=onramp-test "$1"
+}
+# restore_nodes HOSTLIST: healthy profiles, admitted and idle again.
+restore_nodes() {
+	local n
+	for n in $(expand_hostlist "$1"); do
+		clear_profile "$n"
+	done
+	"$ONRAMPCTL" admit "$1" >&2 || true
+	for n in $(expand_hostlist "$1"); do
+		wait_for 60 "$n admitted and idle" admitted_idle "$n" || return 1
+	done
+}
