@@ -15,6 +15,7 @@
 #include <slurm/slurm_version.h>
 
 #include "admit/backend.hpp"
+#include "admit/runner.hpp"
 #include "admit/fabric.hpp"
 #include "admit/gpu_bench.hpp"
 #include "admit/gpu_dl.hpp"
@@ -173,17 +174,6 @@ void add_verbs_ports(std::vector<PortObs> *ports)
 	ibv_free_device_list(list);
 }
 
-void sleep_s(double s)
-{
-	if (!(s > 0))
-		return;
-	struct timespec ts;
-	ts.tv_sec = static_cast<time_t>(s);
-	ts.tv_nsec = static_cast<long>((s - static_cast<double>(ts.tv_sec)) * 1e9);
-	while (nanosleep(&ts, &ts) != 0)
-		;
-}
-
 class RealBackend : public Backend {
 public:
 	RealBackend(const Config &cfg, std::string node) : cfg_(cfg), node_(std::move(node)) {}
@@ -331,11 +321,8 @@ public:
 	                               int best_of) override
 	{
 		gpu::Cudart cuda;
-		Status st = gpu::load_cudart(&cuda);
-		if (!st.ok())
-			return st;
 		gpu::Nccl nccl;
-		st = gpu::load_nccl(&nccl);
+		Status st = gpu::load_cudart_nccl(&cuda, &nccl);
 		if (!st.ok())
 			return st;
 		int n = 0;

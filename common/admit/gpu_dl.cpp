@@ -189,6 +189,12 @@ std::string cuda_version_string(int v)
 	return strprintf("%d.%d", v / 1000, (v % 1000) / 10);
 }
 
+Status load_cudart_nccl(Cudart *cuda, Nccl *nccl)
+{
+	Status st = load_cudart(cuda);
+	return st.ok() ? load_nccl(nccl) : st;
+}
+
 } // namespace gpu
 } // namespace admit
 } // namespace onramp

@@ -116,6 +116,8 @@ struct Nccl {
 Status load_nvml(Nvml *out);
 Status load_cudart(Cudart *out);
 Status load_nccl(Nccl *out);
+// Both, as every NCCL measurement needs them.
+Status load_cudart_nccl(Cudart *cuda, Nccl *nccl);
 
 // "2.27.3" from NCCL's integer version; "13.0" from the runtime's.
 std::string nccl_version_string(int v);

@@ -246,11 +246,8 @@ Status fetch_id(const std::string &host, int port, gpu::ncclUniqueIdT *id, doubl
 Result<PairObs> run_pair_rank(const PairRankOptions &opt)
 {
 	gpu::Cudart cuda;
-	Status st = gpu::load_cudart(&cuda);
-	if (!st.ok())
-		return st;
 	gpu::Nccl nccl;
-	st = gpu::load_nccl(&nccl);
+	Status st = gpu::load_cudart_nccl(&cuda, &nccl);
 	if (!st.ok())
 		return st;
 	gpu::ncclUniqueIdT id;

@@ -1,4 +1,5 @@
 #include "admit/profile.hpp"
+#include "admit/runner.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -256,17 +257,6 @@ std::string profile_path(const std::string &dir, const std::string &node)
 }
 
 namespace {
-
-void sleep_s(double s)
-{
-	if (!(s > 0))
-		return;
-	struct timespec ts;
-	ts.tv_sec = static_cast<time_t>(s);
-	ts.tv_nsec = static_cast<long>((s - static_cast<double>(ts.tv_sec)) * 1e9);
-	while (nanosleep(&ts, &ts) != 0)
-		;
-}
 
 class SimBackend : public Backend {
 public:

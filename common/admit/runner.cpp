@@ -1,3 +1,4 @@
+#include <ctime>
 #include "admit/runner.hpp"
 
 #include <cerrno>
@@ -236,6 +237,17 @@ IsolatedRun run_isolated(const std::string &name, double timeout_s,
 	out.result.name = name;
 	out.result.duration_s = duration;
 	return out;
+}
+
+void sleep_s(double s)
+{
+	if (!(s > 0))
+		return;
+	struct timespec ts;
+	ts.tv_sec = static_cast<time_t>(s);
+	ts.tv_nsec = static_cast<long>((s - static_cast<double>(ts.tv_sec)) * 1e9);
+	while (nanosleep(&ts, &ts) != 0)
+		;
 }
 
 } // namespace admit

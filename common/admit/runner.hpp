@@ -30,6 +30,9 @@ IsolatedRun run_isolated(const std::string &name, double timeout_s,
                          const std::function<CheckResult()> &fn,
                          const std::function<void(pid_t)> &on_spawn = nullptr);
 
+// Sleep s seconds (fractions too), resuming after signals; s <= 0: no-op.
+void sleep_s(double s);
+
 // True while any process is in process group pgid (scans /proc).
 bool process_group_alive(pid_t pgid);
 

@@ -5,6 +5,7 @@
 
 #include <string>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "atomic_file.hpp"
@@ -39,6 +40,24 @@ inline std::string slurp(const std::string &path)
 {
 	auto t = onramp::read_file(path);
 	return t.ok() ? t.value() : std::string();
+}
+
+// Run the onramp-admit program with args; its exit status and output.
+struct Run {
+	int rc = -1;
+	std::string out, err;
+};
+
+inline Run run_admit(const std::string &args)
+{
+	std::string dir = unit_tmpdir();
+	std::string cmd = admit_binary() + " " + args + " >" + dir + "/out 2>" + dir + "/err";
+	int st = system(cmd.c_str());
+	Run r;
+	r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	r.out = slurp(dir + "/out");
+	r.err = slurp(dir + "/err");
+	return r;
 }
 
 struct AdmitFixture {

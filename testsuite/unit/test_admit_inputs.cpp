@@ -130,23 +130,6 @@ static void prepare_reports_bad_input(void **)
 	assert_contains(r.status().message(), "boot id");
 }
 
-struct Run {
-	int rc = -1;
-	std::string out, err;
-};
-
-static Run run_admit(const std::string &args)
-{
-	std::string dir = unit_tmpdir();
-	std::string cmd = admit_binary() + " " + args + " >" + dir + "/out 2>" + dir + "/err";
-	int st = system(cmd.c_str());
-	Run r;
-	r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-	r.out = slurp(dir + "/out");
-	r.err = slurp(dir + "/err");
-	return r;
-}
-
 static void cli_exit_2_names_file_and_field_and_records_nothing(void **)
 {
 	AdmitFixture fx;

@@ -131,13 +131,6 @@ static void sim_pairs_use_the_slower_profile(void **)
 	assert_contains(v.status().message(), "broken.json: field 'sku'");
 }
 
-static int run_admit(const std::string &args)
-{
-	std::string cmd = admit_binary() + " " + args + " >/dev/null 2>&1";
-	int st = system(cmd.c_str());
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static void cli_pair_exit_codes_and_record(void **)
 {
 	AdmitFixture fx;
@@ -150,19 +143,19 @@ static void cli_pair_exit_codes_and_record(void **)
 	fx.boot("new", "x");
 	fx.boot("badnew", "y");
 	std::string c = "--conf " + fx.conf;
-	assert_int_equal(run_admit("pair " + c + " --node new --peers b1,g[1-2]"), 0);
-	assert_int_equal(run_admit("pair " + c + " --node new --peer b1"), 2);
-	assert_int_equal(run_admit("pair " + c + " --node new --peers b[1-2]"), 1);
-	assert_int_equal(run_admit("pair " + c + " --node new"), 2);
+	assert_int_equal(run_admit("pair " + c + " --node new --peers b1,g[1-2]").rc, 0);
+	assert_int_equal(run_admit("pair " + c + " --node new --peer b1").rc, 2);
+	assert_int_equal(run_admit("pair " + c + " --node new --peers b[1-2]").rc, 1);
+	assert_int_equal(run_admit("pair " + c + " --node new").rc, 2);
 	// Local checks then the pair test in one run, recorded.
-	assert_int_equal(run_admit(c + " --node badnew --peers g[1-2] --record"), 1);
+	assert_int_equal(run_admit(c + " --node badnew --peers g[1-2] --record").rc, 1);
 	auto rec = read_record(fx.record("badnew"));
 	assert_true(rec.ok());
 	assert_string_equal(rec->code.c_str(), "PAIR_BW_LOW");
 	// pair --record downgrades an existing PASS record on failure.
-	assert_int_equal(run_admit(c + " --node new --record"), 0);
+	assert_int_equal(run_admit(c + " --node new --record").rc, 0);
 	assert_string_equal(read_record(fx.record("new"))->status.c_str(), "PASS");
-	assert_int_equal(run_admit("pair " + c + " --node new --peers b1,b2 --record"), 1);
+	assert_int_equal(run_admit("pair " + c + " --node new --peers b1,b2 --record").rc, 1);
 	rec = read_record(fx.record("new"));
 	assert_string_equal(rec->status.c_str(), "FAIL");
 	assert_string_equal(rec->code.c_str(), "PAIR_BW_LOW");

@@ -192,23 +192,6 @@ static void runner_reports_crashes_and_keeps_stdout_clean(void **)
 	assert_false(process_group_alive(r.pgid));
 }
 
-struct Run {
-	int rc = -1;
-	std::string out, err;
-};
-
-static Run run_admit(const std::string &args)
-{
-	std::string dir = unit_tmpdir();
-	std::string cmd = admit_binary() + " " + args + " >" + dir + "/out 2>" + dir + "/err";
-	int st = system(cmd.c_str());
-	Run r;
-	r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-	r.out = slurp(dir + "/out");
-	r.err = slurp(dir + "/err");
-	return r;
-}
-
 static void cli_records_pass_and_fail(void **)
 {
 	AdmitFixture fx;
