@@ -1,9 +1,9 @@
 #!/usr/bin/env bats
 # job_submit/onramp configuration handling on the live cluster.
 #
-# Skipped until the build has staged job_submit_onramp.so in the cluster's
-# plugin directory and the cluster was started with it (the default
-# "--job-submit onramp"). Needs a running cluster:
+# Needs the build's job_submit_onramp.so staged in the cluster's plugin
+# directory (a failure otherwise) and a cluster started with it (the default
+# "--job-submit onramp"; skipped for other clusters). Needs a running cluster:
 #   testsuite/cluster/onramp-cluster start
 
 load helpers
@@ -15,7 +15,8 @@ setup() {
 	local plugin_dir
 	plugin_dir=$(cluster_param PLUGIN_DIR)
 	if [[ ! -e $plugin_dir/job_submit_onramp.so ]]; then
-		skip "job_submit_onramp.so not built/staged in ${plugin_dir:-the plugin dir}"
+		echo "job_submit_onramp.so not built/staged in ${plugin_dir:-the plugin dir}" >&2
+		return 1
 	fi
 	if [[ ,$(cluster_param JOB_SUBMIT), != *,onramp,* ]]; then
 		skip "cluster started with --job-submit $(cluster_param JOB_SUBMIT), not onramp"
@@ -96,4 +97,23 @@ reconfigure_expect() {
 	cp -p "$BACKUP" "$ONRAMP_CONF"
 	off=$(log_offset "$ONRAMP_CTLD_LOG")
 	reconfigure_expect "$off" "job_submit/onramp: loaded .*onramp\.conf"
+}
+
+@test "a malformed onramp.conf at startup is refused with its line number" {
+	# A second, private cluster whose onramp.conf is broken before start.
+	# (munged wants every directory above its socket searchable by all.)
+	local dir
+	dir=$(mktemp -d /tmp/onramp-badstart.XXXXXX)
+	chmod 755 "$dir"
+	mkdir -p "$dir/etc"
+	printf 'GpuBackend=sim\nNcclBusBwFraction=lots\n' >"$dir/etc/onramp.conf"
+	run env ONRAMP_CTLD_PORT=16857 ONRAMP_SLURMD_PORT_BASE=17400 ONRAMP_START_TIMEOUT=15 \
+		"$ONRAMP_CLUSTER_TOOL" start --dir "$dir" --nodes 2 --racks 1 --onramp no
+	"$ONRAMP_CLUSTER_TOOL" stop --dir "$dir" >/dev/null 2>&1 || true
+	[ "$status" -ne 0 ]
+	grep -q "job_submit/onramp: $dir/etc/onramp.conf:2: key 'NcclBusBwFraction': 'lots' is not a number" \
+		"$dir/log/slurmctld.log"
+	rm -rf "$dir"
+	# The shared cluster was not disturbed.
+	ctld_is_up
 }

@@ -1,0 +1,72 @@
+#!/usr/bin/env bats
+# The build's guard rails: configure refuses a Slurm source tree that is
+# missing, unconfigured or of another version than the installed daemons,
+# and contrib/slurm-source reuses its cache. Runs in a scratch copy of the
+# tree (no cluster needed).
+
+load helpers
+
+setup_file() {
+	export SCRATCH=$BATS_FILE_TMPDIR/tree
+	mkdir -p "$SCRATCH"
+	git -C "$ONRAMP_REPO" ls-files -z | (cd "$ONRAMP_REPO" && xargs -0 tar cf -) | tar xf - -C "$SCRATCH"
+	(cd "$SCRATCH" && autoreconf -fi >/dev/null 2>&1)
+	export SLURM_SRC
+	SLURM_SRC=$("$ONRAMP_REPO/contrib/slurm-source" 2>/dev/null)
+}
+
+configure_with() {
+	(cd "$SCRATCH" && ./configure -q --with-slurm-source="$1" 2>&1)
+}
+
+@test "configure without --with-slurm-source says what it needs" {
+	run bash -c "cd '$SCRATCH' && ./configure -q 2>&1"
+	[ "$status" -ne 0 ]
+	[[ $output == *"--with-slurm-source=DIR is required"* ]]
+}
+
+@test "configure refuses a missing Slurm source directory" {
+	run configure_with /nonexistent/slurm-src
+	[ "$status" -ne 0 ]
+	[[ $output == *"/nonexistent/slurm-src does not exist"* ]]
+}
+
+@test "configure refuses an unconfigured Slurm source tree" {
+	local fake=$BATS_TEST_TMPDIR/unconfigured
+	mkdir -p "$fake/src/common"
+	cp "$SLURM_SRC/src/common/plugin.h" "$fake/src/common/"
+	run configure_with "$fake"
+	[ "$status" -ne 0 ]
+	[[ $output == *"is not configured"* ]]
+}
+
+@test "configure refuses a tree of another version than the installed slurmctld" {
+	local fake=$BATS_TEST_TMPDIR/other
+	mkdir -p "$fake/src/common" "$fake/slurm"
+	cp "$SLURM_SRC/src/common/plugin.h" "$fake/src/common/"
+	sed 's/^#define SLURM_VERSION_STRING ".*"/#define SLURM_VERSION_STRING "24.11.5"/' \
+		"$SLURM_SRC/config.h" >"$fake/config.h"
+	sed 's/^#define SLURM_VERSION_NUMBER .*/#define SLURM_VERSION_NUMBER 0x180b05/' \
+		"$SLURM_SRC/slurm/slurm_version.h" >"$fake/slurm/slurm_version.h"
+	run configure_with "$fake"
+	[ "$status" -ne 0 ]
+	[[ $output == *"is version 24.11.5 but the installed"*"is 22.05.8"* ]]
+}
+
+@test "the plugins carry the configured tree's SLURM_VERSION_NUMBER" {
+	local want
+	want=$(sed -n 's/^#define SLURM_VERSION_NUMBER \(0x[0-9a-fA-F]*\)$/\1/p' "$SLURM_SRC/slurm/slurm_version.h")
+	# plugin_version is a 4-byte little-endian constant in .rodata.
+	for so in "$ONRAMP_REPO"/stage/plugins/*.so; do
+		run gdb -batch -ex 'printf "%#x\n", plugin_version' "$so"
+		[ "$status" -eq 0 ]
+		[ "${lines[-1]}" = "$want" ]
+	done
+}
+
+@test "contrib/slurm-source reuses its cache on a second run" {
+	run "$ONRAMP_REPO/contrib/slurm-source"
+	[ "$status" -eq 0 ]
+	[[ $output == *"using cached configured tree"* ]]
+	[ "${lines[-1]}" = "$SLURM_SRC" ]
+}
