@@ -86,8 +86,8 @@ setup() {
 	done
 	sleep 2
 	[ "$(job_state "$rackjob")" = PENDING ]
-	wait_for 120 "node7 admitted" admitted_idle node7
-	wait_for 60 "node8 admitted" admitted_idle node8
+	wait_for 180 "node7 admitted" admitted_released node7
+	wait_for 60 "node8 admitted" admitted_released node8
 	admitted7=$(date -d "$(record_field node7 time)" +%s)
 	admitted8=$(date -d "$(record_field node8 time)" +%s)
 	submit_wait "$rackjob" COMPLETED 120

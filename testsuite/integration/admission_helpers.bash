@@ -36,6 +36,11 @@ record_field() {
 admitted_idle() {
 	node_admitted "$1" && ! resv_exists "$1" && [[ $(node_state "$1") == IDLE ]]
 }
+# admitted_released NODE: admitted and out of its reservation (it may be
+# running jobs already).
+admitted_released() {
+	node_admitted "$1" && ! resv_exists "$1"
+}
 # drained_with NODE REGEX: drained (or draining) with a reason matching REGEX.
 drained_with() {
 	[[ $(node_state "$1") == *DRAIN* ]] && ! resv_exists "$1" && [[ $(node_reason "$1") =~ $2 ]]
