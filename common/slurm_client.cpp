@@ -61,6 +61,50 @@ Status drain_node(const std::string &node, const std::string &reason, bool *kept
 	return Status::Ok();
 }
 
+Status set_active_feature(const std::string &node, const std::string &feature, bool active)
+{
+	node_info_msg_t *msg = nullptr;
+	if (slurm_load_node_single(&msg, const_cast<char *>(node.c_str()), SHOW_ALL) !=
+	    SLURM_SUCCESS)
+		return Status::Error("cannot read node " + node + ": " +
+		                     slurm_strerror(slurm_get_errno()));
+	std::string cur;
+	for (uint32_t i = 0; msg && i < msg->record_count; i++)
+		if (msg->node_array[i].name && node == msg->node_array[i].name)
+			cur =
+			    msg->node_array[i].features_act ? msg->node_array[i].features_act : "";
+	slurm_free_node_info_msg(msg);
+	std::string out;
+	bool present = false;
+	size_t p = 0;
+	while (p <= cur.size() && !cur.empty()) {
+		size_t c = cur.find(',', p);
+		std::string f = cur.substr(p, c == std::string::npos ? std::string::npos : c - p);
+		p = (c == std::string::npos) ? cur.size() + 1 : c + 1;
+		if (f.empty())
+			continue;
+		if (f == feature) {
+			present = true;
+			if (!active)
+				continue;
+		}
+		out += (out.empty() ? "" : ",") + f;
+	}
+	if (present == active)
+		return Status::Ok();
+	if (active)
+		out += (out.empty() ? "" : ",") + feature;
+	update_node_msg_t upd;
+	slurm_init_update_node_msg(&upd);
+	std::string names = node;
+	upd.node_names = &names[0];
+	upd.features_act = &out[0];
+	if (slurm_update_node(&upd) != SLURM_SUCCESS)
+		return Status::Error("cannot update the active features of node " + node + ": " +
+		                     slurm_strerror(slurm_get_errno()));
+	return Status::Ok();
+}
+
 Status reregister_slurmd(const std::string &node)
 {
 	DIR *d = opendir("/proc");

@@ -18,6 +18,12 @@ Result<std::string> node_reason(const std::string &node);
 // whose state cannot be read is drained.
 Status drain_node(const std::string &node, const std::string &reason, bool *kept = nullptr);
 
+// Make slurmctld's copy of node's active features carry feature (active)
+// or not, at once. slurmd's next registration reports the same from the
+// node's own admission record (node_features/onramp), which stays the
+// source of truth.
+Status set_active_feature(const std::string &node, const std::string &feature, bool active);
+
 // Ask node's slurmd on this host to re-register (SIGHUP: it re-reads its
 // configuration and reports its features again, so node_features/onramp's
 // view of the admission record reaches slurmctld). With several slurmds on

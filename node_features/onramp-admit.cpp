@@ -117,6 +117,14 @@ int finish(const Options &o, const Config &cfg, const Verdict &v, bool pair_only
 			return kExitUnjudged;
 		}
 		if (o.reregister) {
+			// slurmctld's copy at once; slurmd re-registers from the record.
+			std::string why;
+			bool admitted = judge(cfg, v.node, &why) == Judgement::Admitted;
+			Status fs =
+			    set_active_feature(v.node, cfg.str("AdmittedFeature"), admitted);
+			if (!fs.ok())
+				fprintf(stderr, "%s: %s: %s\n", kProg, v.node.c_str(),
+				        fs.message().c_str());
 			Status rs = reregister_slurmd(v.node);
 			if (!rs.ok())
 				fprintf(stderr, "%s: %s: %s\n", kProg, v.node.c_str(),

@@ -209,7 +209,11 @@ int jobcheck_main(JobCheckMode mode, int argc, char **argv)
 			log_error("node %s: cannot revoke admission: %s", node.c_str(),
 			          st.message().c_str());
 		// Report the revocation to slurmctld now, not at the next
-		// registration.
+		// registration: the controller's copy at once, and slurmd
+		// re-registers from the record.
+		st = set_active_feature(node, cfg->str("AdmittedFeature"), false);
+		if (!st.ok())
+			log_error("node %s: %s", node.c_str(), st.message().c_str());
 		st = reregister_slurmd(node);
 		if (!st.ok())
 			log_error("node %s: %s", node.c_str(), st.message().c_str());
