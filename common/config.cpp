@@ -57,6 +57,12 @@ const std::vector<KeySpec> &config_schema()
 	     "at most this fraction of a rack is rebooted or under admission at once"},
 	    {"RollbackWindow", KeyType::Duration, "7200", nullptr, 0, 30 * 86400,
 	     "how long the previous checkpoint generation is kept after a migration"},
+	    {"FabricFile", KeyType::Path, nullptr, nullptr, 0, 0,
+	     "the fabric's Clos uplink map (JSON, onramp-rewire(5)), validated against topology.conf"},
+	    {"RewirePlan", KeyType::Path, nullptr, nullptr, 0, 0,
+	     "the rewire plan (JSON, onramp-rewire(5)) that topology/onramp and job_submit/onramp follow"},
+	    {"RewireSwitchesWait", KeyType::Duration, "600", nullptr, 0, 86400,
+	     "during a rewire window, the longest --switches wait a multi-node job gets"},
 	    {"DebugFlags", KeyType::String, nullptr, nullptr, 0, 0,
 	     "comma-separated onramp debug flags (e.g. submit)"},
 	};

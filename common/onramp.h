@@ -119,6 +119,49 @@ int onramp_job_decide(onramp_ctx_t *ctx, const onramp_job_t *job, int is_modify,
  */
 int onramp_admission_check(onramp_ctx_t *ctx, const char *node, char *why, size_t whylen);
 
+/* ------------------------------------------------------------ topology */
+/* The switch table topology/onramp hands to Slurm, computed by libonramp
+ * from topology.conf (topology/tree's grammar) and the active rewire window
+ * (FabricFile, RewirePlan in onramp.conf). */
+typedef struct onramp_topo onramp_topo_t;
+
+typedef struct onramp_topo_switch {
+	const char *name;
+	int level;
+	uint32_t link_speed;
+	const char *nodes;    /* leaves: Nodes= as written; others "" */
+	const char *switches; /* Switches= (remaining children when cut) */
+	int parent;
+	int num_children;
+	const uint16_t *children; /* switch_index */
+	int num_desc;
+	const uint16_t *desc;  /* switch_desc_index */
+	const uint32_t *dist;  /* switches_dist, switch_count entries */
+	int num_nodes;
+	const int *node_index; /* indexes into the node_names given */
+} onramp_topo_switch_t;
+
+/*
+ * Build the table (file I/O: onramp.conf at conf_path, topology.conf at
+ * topo_path, the fabric and plan files). node_names[i] is the name of
+ * Slurm's node index i (NULL for a hole). have_previous says whether a
+ * table is in force now. Returns NULL when the caller must keep what it has
+ * (a bad topology.conf; or a bad fabric/plan while a previous table is in
+ * force), with the reason in msg. With no previous table a bad fabric/plan
+ * yields the plain topology.conf tree and the reason in msg. A non-NULL
+ * result may carry a note in msg (the active window). Never fatal.
+ */
+onramp_topo_t *onramp_topo_build(const char *conf_path, const char *topo_path,
+                                 const char *const *node_names, int node_cnt, int have_previous,
+                                 char *msg, size_t msglen);
+int onramp_topo_switch_count(const onramp_topo_t *t);
+int onramp_topo_levels(const onramp_topo_t *t);
+/* Whether some switch reaches every node (tree logs when none does). */
+int onramp_topo_have_root(const onramp_topo_t *t);
+/* Fill out for switch i (pointers live as long as t); 0, or -1 when out of range. */
+int onramp_topo_get_switch(const onramp_topo_t *t, int i, onramp_topo_switch_t *out);
+void onramp_topo_free(onramp_topo_t *t);
+
 #ifdef __cplusplus
 }
 #endif

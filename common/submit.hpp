@@ -89,4 +89,8 @@ Status migrate_load(const Config &cfg, std::shared_ptr<const void> *out);
 void rewire_decide(const PolicyState &st, const JobView &job, bool modify, Decision *d);
 void migrate_decide(const PolicyState &st, const JobView &job, bool modify, Decision *d);
 
+// The hold reason (and comment) of jobs held during rewire window id;
+// `onrampctl rewire finish` releases the held jobs whose comment has it.
+std::string rewire_hold_reason(const std::string &window_id);
+
 } // namespace onramp

@@ -1,0 +1,388 @@
+#include "rewire/topology.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <deque>
+#include <strings.h>
+#include <unordered_map>
+
+#include "atomic_file.hpp"
+#include "hostlist.hpp"
+#include "log.hpp"
+
+namespace onramp {
+
+int TopologyConf::find(const std::string &name) const
+{
+	for (size_t i = 0; i < switches.size(); i++)
+		if (switches[i].name == name)
+			return static_cast<int>(i);
+	return -1;
+}
+
+namespace {
+
+// Split a logical line into Key=Value tokens ('#' ends it outside quotes).
+Status tokens(const std::string &line, std::vector<std::string> &out)
+{
+	std::string cur;
+	bool in_tok = false, quoted = false;
+	for (char c : line) {
+		if (quoted) {
+			if (c == '"')
+				quoted = false;
+			else
+				cur += c;
+			continue;
+		}
+		if (c == '#')
+			break;
+		if (c == '"') {
+			quoted = in_tok = true;
+			continue;
+		}
+		if (isspace(static_cast<unsigned char>(c))) {
+			if (in_tok)
+				out.push_back(cur);
+			cur.clear();
+			in_tok = false;
+			continue;
+		}
+		cur += c;
+		in_tok = true;
+	}
+	if (quoted)
+		return Status::Error("unterminated quote");
+	if (in_tok)
+		out.push_back(cur);
+	return Status::Ok();
+}
+
+} // namespace
+
+Result<TopologyConf> topology_parse(const std::string &text, const std::string &origin)
+{
+	TopologyConf conf;
+	conf.origin = origin;
+	size_t pos = 0;
+	int lineno = 0;
+	while (pos < text.size()) {
+		// Join continuation lines; errors name the first line.
+		std::string line;
+		int first = lineno + 1;
+		for (;;) {
+			size_t nl = text.find('\n', pos);
+			std::string part = text.substr(pos, nl == std::string::npos ? std::string::npos
+			                                                            : nl - pos);
+			pos = nl == std::string::npos ? text.size() : nl + 1;
+			lineno++;
+			if (!part.empty() && part.back() == '\\' && pos < text.size()) {
+				part.pop_back(); // joined as Slurm's parser joins them
+				line += part;
+				continue;
+			}
+			line += part;
+			break;
+		}
+		auto where = [&](const std::string &msg) {
+			return Status::Error(strprintf("%s:%d: %s", origin.c_str(), first, msg.c_str()));
+		};
+		std::vector<std::string> toks;
+		Status st = tokens(line, toks);
+		if (!st.ok())
+			return where(st.message());
+		if (toks.empty())
+			continue;
+		TopoSwitchConf sw;
+		sw.line = first;
+		bool have_speed = false, have_nodes = false, have_switches = false;
+		for (size_t i = 0; i < toks.size(); i++) {
+			size_t eq = toks[i].find('=');
+			if (eq == std::string::npos || eq == 0)
+				return where("'" + toks[i] + "' is not of the form Key=Value");
+			std::string key = toks[i].substr(0, eq), val = toks[i].substr(eq + 1);
+			if (i == 0) {
+				if (strcasecmp(key.c_str(), "SwitchName"))
+					return where("a line must begin with SwitchName=, not '" + key +
+					             "='");
+				if (val.empty())
+					return where("SwitchName= is empty");
+				sw.name = val;
+				continue;
+			}
+			if (!strcasecmp(key.c_str(), "LinkSpeed") && !have_speed) {
+				errno = 0;
+				char *end = nullptr;
+				unsigned long v = strtoul(val.c_str(), &end, 10);
+				if (errno || end == val.c_str() || *end || v > 0xffffffffUL ||
+				    val[0] == '-')
+					return where("switch " + sw.name + ": LinkSpeed '" + val +
+					             "' is not an unsigned integer");
+				sw.link_speed = static_cast<uint32_t>(v);
+				have_speed = true;
+			} else if (!strcasecmp(key.c_str(), "Nodes") && !have_nodes) {
+				sw.nodes = val;
+				have_nodes = true;
+			} else if (!strcasecmp(key.c_str(), "Switches") && !have_switches) {
+				sw.switches = val;
+				have_switches = true;
+			} else if (!strcasecmp(key.c_str(), "LinkSpeed") ||
+			           !strcasecmp(key.c_str(), "Nodes") ||
+			           !strcasecmp(key.c_str(), "Switches")) {
+				return where("switch " + sw.name + ": " + key + "= repeated");
+			} else {
+				return where("switch " + sw.name + ": unknown key '" + key + "'");
+			}
+		}
+		if (!sw.nodes.empty() && !sw.switches.empty())
+			return where("switch " + sw.name + " has both child switches and nodes");
+		if (sw.nodes.empty() && sw.switches.empty())
+			return where("switch " + sw.name + " has neither child switches nor nodes");
+		conf.switches.push_back(std::move(sw));
+	}
+	return conf;
+}
+
+Result<TopologyConf> topology_load(const std::string &path)
+{
+	auto text = read_file(path, 64u << 20);
+	if (!text.ok())
+		return text.status();
+	return topology_parse(text.value(), path);
+}
+
+Result<std::vector<std::string>> topology_node_names(const TopologyConf &conf)
+{
+	std::vector<std::string> out;
+	std::unordered_map<std::string, int> seen;
+	for (const auto &s : conf.switches) {
+		if (s.nodes.empty())
+			continue;
+		auto names = hostlist_expand(s.nodes);
+		if (!names.ok())
+			return Status::Error(strprintf("%s:%d: switch %s: Nodes=: %s",
+			                               conf.origin.c_str(), s.line, s.name.c_str(),
+			                               names.status().message().c_str()));
+		for (auto &n : names.value())
+			if (seen.emplace(n, 1).second)
+				out.push_back(n);
+	}
+	return out;
+}
+
+Result<SwitchTable> build_switch_table(const TopologyConf &conf,
+                                       const std::vector<std::string> &nodes,
+                                       const std::set<std::string> &cut)
+{
+	const size_t n = conf.switches.size();
+	auto where = [&](const TopoSwitchConf &s, const std::string &msg) {
+		return Status::Error(
+		    strprintf("%s:%d: %s", conf.origin.c_str(), s.line, msg.c_str()));
+	};
+	if (n == 0)
+		return Status::Error(conf.origin + ": no switches configured");
+	if (n > 0xfffe)
+		return Status::Error(conf.origin + ": too many switches");
+	std::unordered_map<std::string, int> by_name;
+	for (size_t i = 0; i < n; i++)
+		if (!by_name.emplace(conf.switches[i].name, static_cast<int>(i)).second)
+			return where(conf.switches[i],
+			             "switch " + conf.switches[i].name + " has already been defined");
+	for (const auto &c : cut) {
+		auto it = by_name.find(c);
+		if (it == by_name.end() || conf.switches[it->second].nodes.empty())
+			return Status::Error("cannot cut '" + c + "': not a leaf switch of " +
+			                     conf.origin);
+	}
+
+	SwitchTable t;
+	t.sw.resize(n);
+	std::vector<std::vector<uint16_t>> all_children(n);
+	bool any_leaf = false;
+	for (size_t i = 0; i < n; i++) {
+		const auto &s = conf.switches[i];
+		auto &r = t.sw[i];
+		r.name = s.name;
+		r.link_speed = s.link_speed;
+		r.nodes = s.nodes;
+		r.switches = s.switches;
+		r.level = s.nodes.empty() ? -1 : 0;
+		any_leaf |= !s.nodes.empty();
+		if (s.switches.empty())
+			continue;
+		auto kids = hostlist_expand(s.switches);
+		if (!kids.ok())
+			return where(s, "switch " + s.name + ": Switches=: " + kids.status().message());
+		for (const auto &k : kids.value()) {
+			auto it = by_name.find(k);
+			if (it == by_name.end() || it->second == static_cast<int>(i))
+				return where(s, "switch " + s.name + " has invalid child (" + k + ")");
+			all_children[i].push_back(static_cast<uint16_t>(it->second));
+		}
+	}
+	if (!any_leaf)
+		return Status::Error(conf.origin + ": switches contain no nodes");
+
+	// Levels from the uncut tree (a window never changes a switch's level).
+	for (int depth = 1;; depth++) {
+		bool resolved = true;
+		for (size_t i = 0; i < n; i++) {
+			if (t.sw[i].level != -1)
+				continue;
+			int lvl = -1;
+			for (uint16_t c : all_children[i]) {
+				if (t.sw[c].level == -1) {
+					lvl = -1;
+					resolved = false;
+					break;
+				}
+				lvl = std::max(lvl, t.sw[c].level + 1);
+			}
+			t.sw[i].level = lvl;
+		}
+		if (resolved)
+			break;
+		if (depth > 20)
+			return Status::Error(conf.origin + ": switch configuration is not a tree");
+	}
+
+	// Children with the cut applied; parent as tree sets it.
+	for (size_t i = 0; i < n; i++) {
+		bool changed = false;
+		std::vector<std::string> kept;
+		for (uint16_t c : all_children[i]) {
+			if (cut.count(t.sw[c].name)) {
+				changed = true;
+				continue;
+			}
+			t.sw[i].children.push_back(c);
+			kept.push_back(t.sw[c].name);
+		}
+		if (changed)
+			t.sw[i].switches = hostlist_compress(kept);
+	}
+	for (size_t i = 0; i < n; i++)
+		for (uint16_t c : t.sw[i].children)
+			t.sw[c].parent = static_cast<int>(i);
+
+	// Node sets: leaves from Nodes=, others the union of their children.
+	std::unordered_map<std::string, int> node_idx;
+	node_idx.reserve(nodes.size() * 2);
+	size_t real_nodes = 0;
+	for (size_t i = 0; i < nodes.size(); i++)
+		if (!nodes[i].empty()) {
+			node_idx.emplace(nodes[i], static_cast<int>(i));
+			real_nodes++;
+		}
+	std::vector<int> leaf_count(nodes.size(), 0);
+	std::vector<std::string> invalid;
+	for (size_t i = 0; i < n; i++) {
+		const auto &s = conf.switches[i];
+		if (s.nodes.empty())
+			continue;
+		auto names = hostlist_expand(s.nodes);
+		if (!names.ok())
+			return where(s, "invalid node name (" + s.nodes + ") in switch config (" +
+			                    s.name + "): " + names.status().message());
+		std::vector<char> in(nodes.size(), 0);
+		for (const auto &nm : names.value()) {
+			auto it = node_idx.find(nm);
+			if (it == node_idx.end()) {
+				invalid.push_back(nm);
+				continue;
+			}
+			in[it->second] = 1;
+		}
+		for (size_t k = 0; k < nodes.size(); k++)
+			if (in[k]) {
+				t.sw[i].node_index.push_back(static_cast<int>(k));
+				leaf_count[k]++;
+			}
+	}
+	for (int lvl = 1; lvl <= 64; lvl++) {
+		bool any = false;
+		for (size_t i = 0; i < n; i++) {
+			if (t.sw[i].level != lvl)
+				continue;
+			any = true;
+			std::vector<char> in(nodes.size(), 0);
+			for (uint16_t c : t.sw[i].children)
+				for (int k : t.sw[c].node_index)
+					in[k] = 1;
+			for (size_t k = 0; k < nodes.size(); k++)
+				if (in[k])
+					t.sw[i].node_index.push_back(static_cast<int>(k));
+		}
+		if (!any)
+			break;
+	}
+	for (const auto &r : t.sw)
+		t.levels = std::max(t.levels, r.level);
+
+	std::vector<std::string> lacking, multi;
+	for (size_t k = 0; k < nodes.size(); k++) {
+		if (nodes[k].empty())
+			continue;
+		if (leaf_count[k] == 0)
+			lacking.push_back(nodes[k]);
+		else if (leaf_count[k] > 1)
+			multi.push_back(nodes[k]);
+	}
+	if (!lacking.empty())
+		t.warnings.push_back(strprintf("switches lack access to %zu nodes: %s",
+		                               lacking.size(), hostlist_compress(lacking).c_str()));
+	if (!invalid.empty())
+		t.warnings.push_back("Invalid hostnames in switch configuration: " +
+		                     hostlist_compress(invalid));
+	if (!multi.empty())
+		t.warnings.push_back("Multiple leaf switches contain nodes: " +
+		                     hostlist_compress(multi));
+	for (const auto &r : t.sw)
+		if (r.node_index.size() == real_nodes && real_nodes == nodes.size())
+			t.have_root = true;
+
+	// Distances: shortest paths over parent/child links (what tree's
+	// Floyd-Warshall computes), by one BFS per switch.
+	std::vector<std::vector<uint16_t>> adj(n);
+	for (size_t i = 0; i < n; i++)
+		for (uint16_t c : t.sw[i].children) {
+			adj[i].push_back(c);
+			adj[c].push_back(static_cast<uint16_t>(i));
+		}
+	for (size_t i = 0; i < n; i++) {
+		auto &d = t.sw[i].dist;
+		d.assign(n, kTopoInfinite);
+		d[i] = 0;
+		std::deque<uint16_t> q{static_cast<uint16_t>(i)};
+		while (!q.empty()) {
+			uint16_t u = q.front();
+			q.pop_front();
+			for (uint16_t v : adj[u])
+				if (d[v] == kTopoInfinite) {
+					d[v] = d[u] + 1;
+					q.push_back(v);
+				}
+		}
+	}
+
+	// Descendants, in the order tree's _find_desc_switches produces.
+	auto merge = [](std::vector<uint16_t> &a, const std::vector<uint16_t> &b) {
+		size_t init = a.size();
+		for (uint16_t x : b)
+			if (std::find(a.begin(), a.begin() + init, x) == a.begin() + init)
+				a.push_back(x);
+	};
+	for (int lvl = 1; lvl <= t.levels; lvl++)
+		for (size_t j = 0; j < n; j++) {
+			if (t.sw[j].level != lvl)
+				continue;
+			merge(t.sw[j].desc, t.sw[j].children);
+			for (uint16_t c : t.sw[j].children)
+				merge(t.sw[j].desc, t.sw[c].desc);
+		}
+	return t;
+}
+
+} // namespace onramp

@@ -1,0 +1,73 @@
+// The switch topology of topology.conf (topology/tree's grammar) and the
+// switch table Slurm builds from it, computed exactly as topology/tree does
+// (levels, parents, children, descendants, distances), optionally with some
+// leaf switches cut off from every parent (a rewiring window).
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "status.hpp"
+
+namespace onramp {
+
+// One SwitchName= line.
+struct TopoSwitchConf {
+	std::string name;
+	uint32_t link_speed = 1; // LinkSpeed=, 1 when not given (as tree)
+	std::string nodes;       // Nodes= as written ("" for non-leaves)
+	std::string switches;    // Switches= as written ("" for leaves)
+	int line = 0;
+};
+
+struct TopologyConf {
+	std::string origin;
+	std::vector<TopoSwitchConf> switches; // in file order
+	// Index of a switch by name, -1 when unknown.
+	int find(const std::string &name) const;
+};
+
+// Parse topology.conf text. Keys are case-insensitive (SwitchName, Nodes,
+// Switches, LinkSpeed); '#' starts a comment; a trailing '\' continues the
+// line. Errors name origin and line.
+Result<TopologyConf> topology_parse(const std::string &text, const std::string &origin);
+// Read and parse a file (file I/O).
+Result<TopologyConf> topology_load(const std::string &path);
+
+// One entry of Slurm's switch_record_table.
+struct SwitchRec {
+	std::string name;
+	int level = 0;
+	uint32_t link_speed = 1;
+	std::string nodes;    // leaves: Nodes= as written; others "" (Slurm fills it)
+	std::string switches; // Switches= (the remaining children when cut)
+	int parent = 0;       // as tree: 0 for switches nobody names as child
+	std::vector<uint16_t> children;      // switch_index
+	std::vector<uint16_t> desc;          // switch_desc_index (tree's order)
+	std::vector<uint32_t> dist;          // switches_dist (INFINITE: 0xfffffffe)
+	std::vector<int> node_index;         // indexes into the node list given
+};
+
+struct SwitchTable {
+	std::vector<SwitchRec> sw;
+	int levels = 0;
+	std::vector<std::string> warnings; // tree's WARNINGs (unknown names, ...)
+	bool have_root = false;            // some switch reaches all nodes
+};
+
+constexpr uint32_t kTopoInfinite = 0xfffffffe; // Slurm's INFINITE
+
+// Build the table. nodes[i] is the name of Slurm's node index i ("" for a
+// hole). Leaves named in cut lose every link to their parents. Errors (where
+// tree would fatal: duplicate switch, unknown child, not a tree, no leaf)
+// name the file and line.
+Result<SwitchTable> build_switch_table(const TopologyConf &conf,
+                                       const std::vector<std::string> &nodes,
+                                       const std::set<std::string> &cut = {});
+
+// All node names of the leaves, in file order, duplicates removed.
+Result<std::vector<std::string>> topology_node_names(const TopologyConf &conf);
+
+} // namespace onramp

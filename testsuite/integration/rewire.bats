@@ -1,0 +1,131 @@
+#!/usr/bin/env bats
+# onramp-cluster: --nodes 8 --racks 4 --topology-plugin topology/onramp
+# Rewiring windows on the live cluster: topology/onramp equals topology/tree
+# without a window; an active window cuts its leaves off the spine; the
+# job_submit policy sets --switches defaults and holds jobs the cut fabric
+# cannot hold; a broken plan keeps the topology in force.
+#
+# The cluster: node[1-8], leaf1..leaf4 of 2 nodes each under spine1.
+
+load helpers
+
+ETC=$ONRAMP_CLUSTER_DIR/etc
+PLAN=$ETC/rewire-plan.json
+
+setup() {
+	require_cluster
+	if [[ $(scontrol show config | sed -n 's/^TopologyPlugin *= *//p') != topology/onramp ]]; then
+		skip "cluster not started with --topology-plugin topology/onramp"
+	fi
+	cp -p "$ETC/onramp.conf" "$BATS_TEST_TMPDIR/onramp.conf.orig"
+	grep -q '^RewirePlan=' "$ETC/onramp.conf" || echo "RewirePlan=$PLAN" >>"$ETC/onramp.conf"
+	rm -f "$PLAN"
+	scontrol reconfigure
+}
+
+teardown() {
+	scancel --quiet --user "$(id -un)" || true
+	rm -f "$PLAN"
+	if [[ -f $BATS_TEST_TMPDIR/onramp.conf.orig ]]; then
+		cp -p "$BATS_TEST_TMPDIR/onramp.conf.orig" "$ETC/onramp.conf"
+	fi
+	scontrol reconfigure || true
+}
+
+# window STATE: the plan with window w1 on leaf2.
+window() {
+	cat >"$PLAN.tmp" <<EOP
+{"windows": [{"id": "w1", "reason": "add spine2", "start": "2026-01-01T00:00:00Z",
+  "end": "2036-01-01T00:00:00Z", "leaves": ["leaf2"], "state": "$1"}]}
+EOP
+	mv -f "$PLAN.tmp" "$PLAN"
+	scontrol reconfigure
+	sleep 1
+}
+
+spine_nodes() {
+	scontrol show topology spine1 | tr ' ' '\n' | sed -n 's/^Nodes=//p'
+}
+
+job_nodes() {
+	expand_hostlist "$(job_field "$1" NodeList)"
+}
+
+@test "no window: topology/onramp shows topology/tree's table" {
+	run scontrol show topology
+	[ "$status" -eq 0 ]
+	[[ $output == *"SwitchName=spine1 Level=1 LinkSpeed=1 Nodes=node[1-8] Switches=leaf[1-4]"* ]]
+	[[ $output == *"SwitchName=leaf2 Level=0 LinkSpeed=1 Nodes=node[3-4]"* ]]
+}
+
+@test "no window: a 4-node job spans leaves as under tree, with tree's SLURM_TOPOLOGY_ADDR" {
+	j=$(submit -N4 -o "$ONRAMP_JOBS_DIR/addr-%j.out" --wrap 'echo "addr=$SLURM_TOPOLOGY_ADDR pattern=$SLURM_TOPOLOGY_ADDR_PATTERN"; sleep 20')
+	submit_wait "$j" RUNNING 60
+	[[ $(job_field "$j" NodeList) == "node[1-4]" ]]
+	wait_for 20 "job output" grep -q addr= "$ONRAMP_JOBS_DIR/addr-$j.out"
+	grep -qx 'addr=spine1.leaf1.node1 pattern=switch.switch.node' "$ONRAMP_JOBS_DIR/addr-$j.out"
+}
+
+@test "window on leaf2: the spine loses leaf2 and 3/4-node jobs never get its nodes" {
+	window active
+	[[ $(spine_nodes) == "node[1-2,5-8]" ]]
+	j3=$(submit -N3 -o /dev/null --wrap 'sleep 20')
+	j4=$(submit -N4 -o /dev/null --wrap 'sleep 20')
+	submit_wait "$j3" RUNNING 60
+	submit_wait "$j4" RUNNING 60
+	for n in $(job_nodes "$j3") $(job_nodes "$j4"); do
+		[[ $n != node3 && $n != node4 ]]
+	done
+	# The count; the wait is also capped by SchedulerParameters=max_switch_wait.
+	[[ $(job_field "$j3" Switches) == 2@* ]]
+}
+
+@test "window on leaf2: a 2-node job runs inside leaf2 and --switches=1 is honoured" {
+	window active
+	j=$(submit -N2 -w 'node[3-4]' -o /dev/null --wrap 'sleep 20')
+	submit_wait "$j" RUNNING 60
+	k=$(submit -N2 --switches=1@30:00 -o /dev/null --wrap 'sleep 20')
+	submit_wait "$k" RUNNING 60
+	[[ $(job_field "$k" Switches) == 1@0* ]]
+	nodes=$(job_field "$k" NodeList)
+	case $nodes in "node[1-2]" | "node[3-4]" | "node[5-6]" | "node[7-8]") ;; *) false ;; esac
+}
+
+@test "window on leaf2: a job larger than the cut fabric is held, runs after finish" {
+	window active
+	j=$(submit -N7 -o /dev/null --wrap 'sleep 1')
+	sleep 2
+	[[ $(job_state "$j") == PENDING ]]
+	[[ $(job_field "$j" Priority) == 0 ]]
+	scontrol show job "$j" | grep -q 'Comment=onramp: held until rewire window w1 finishes'
+	window done
+	scontrol release "$j"
+	submit_wait "$j" COMPLETED 90
+}
+
+@test "pending multi-leaf jobs start when the window finishes" {
+	window active
+	# leaf1 and leaf3 busy: the 4 free nodes (leaf2, leaf4) are not joined.
+	b1=$(submit -N2 -w 'node[1-2]' --exclusive -o /dev/null --wrap 'sleep 300')
+	b3=$(submit -N2 -w 'node[5-6]' --exclusive -o /dev/null --wrap 'sleep 300')
+	submit_wait "$b1" RUNNING 60
+	submit_wait "$b3" RUNNING 60
+	j=$(submit -N4 --exclusive -o /dev/null --wrap 'sleep 1')
+	sleep 3
+	[[ $(job_state "$j") == PENDING ]]
+	window done
+	[[ $(spine_nodes) == "node[1-8]" ]]
+	submit_wait "$j" RUNNING 60
+	[[ $(job_field "$j" NodeList) == "node[3-4,7-8]" ]]
+}
+
+@test "a broken plan at reconfigure keeps the topology in force and slurmctld up" {
+	window active
+	before=$(scontrol show topology)
+	echo '{"windows": [{"id": "w1", "start": "2026-01-01T00:00:00Z", "end": "2036-01-01T00:00:00Z", "leaves": ["leafZ"], "state": "active"}]}' >"$PLAN"
+	scontrol reconfigure
+	sleep 1
+	timeout 15 scontrol ping | grep -q 'is UP'
+	[[ $(scontrol show topology) == "$before" ]]
+	grep -q "topology/onramp: .*leafZ.*keeping the switch table in force" "$ONRAMP_CLUSTER_DIR/log/slurmctld.log"
+}

@@ -1,0 +1,348 @@
+// topology/onramp's model: topology.conf grammar, the switch table as
+// topology/tree builds it, the cut rule, fabric and plan validation, the
+// --switches defaults during a window and the fault-domain check.
+#include "unit.hpp"
+
+#include <chrono>
+#include <set>
+
+#include "config.hpp"
+#include "rewire/topology.hpp"
+#include "rewire/window.hpp"
+#include "submit.hpp"
+
+using namespace onramp;
+
+// 4 leaves of 2 nodes under one spine (the integration cluster's shape).
+static const char *kTopo = "# test fabric\n"
+                           "SwitchName=leaf1 Nodes=node[1-2]\n"
+                           "SwitchName=leaf2 Nodes=node[3-4] LinkSpeed=100\n"
+                           "SwitchName=leaf3 Nodes=node[5-6]\n"
+                           "switchname=leaf4 nodes=node[7-8]\n"
+                           "SwitchName=spine Switches=leaf[1-\\\n4]\n";
+
+static TopologyConf topo4()
+{
+	auto t = topology_parse(kTopo, "topology.conf");
+	if (!t.ok())
+		fail_msg("%s", t.status().message().c_str());
+	return t.value();
+}
+
+static std::vector<std::string> nodes8()
+{
+	std::vector<std::string> n;
+	for (int i = 1; i <= 8; i++)
+		n.push_back("node" + std::to_string(i));
+	return n;
+}
+
+static const char *kFabric = R"({"spines": ["sp1", "sp2"], "uplinks": [
+ {"leaf": "leaf1", "spine": "sp1", "links": 2, "speed_gbps": 400},
+ {"leaf": "leaf1", "spine": "sp2"},
+ {"leaf": "leaf2", "spine": "sp1"}, {"leaf": "leaf2", "spine": "sp2"},
+ {"leaf": "leaf3", "spine": "sp1"}, {"leaf": "leaf3", "spine": "sp2"},
+ {"leaf": "leaf4", "spine": "sp1"}]})";
+
+static void parse_grammar(void **)
+{
+	TopologyConf t = topo4();
+	assert_int_equal(t.switches.size(), 5);
+	assert_int_equal(t.switches[1].link_speed, 100);
+	assert_int_equal(t.switches[0].link_speed, 1);
+	assert_string_equal(t.switches[4].switches.c_str(), "leaf[1-4]");
+	assert_int_equal(t.switches[4].line, 6);
+}
+
+static void parse_errors_name_file_and_line(void **)
+{
+	struct {
+		const char *text, *want;
+	} cases[] = {
+	    {"SwitchName=a Nodes=n1\nNodes=n2\n", "t.conf:2: a line must begin with SwitchName="},
+	    {"SwitchName=a\n", "t.conf:1: switch a has neither"},
+	    {"SwitchName=a Nodes=n1 Switches=b\n", "t.conf:1: switch a has both"},
+	    {"SwitchName=a Nodes=n1 Speed=3\n", "t.conf:1: switch a: unknown key 'Speed'"},
+	    {"\n\nSwitchName=a Nodes=n1 LinkSpeed=x\n", "t.conf:3: switch a: LinkSpeed 'x'"},
+	    {"SwitchName=a Nodes=\"n1\n", "t.conf:1: unterminated quote"},
+	};
+	for (const auto &c : cases) {
+		auto r = topology_parse(c.text, "t.conf");
+		assert_false(r.ok());
+		assert_contains(r.status().message(), c.want);
+	}
+	auto t = topology_parse("SwitchName=a Nodes=n1\nSwitchName=a Nodes=n2\n", "t.conf");
+	assert_true(t.ok());
+	auto b = build_switch_table(t.value(), {"n1", "n2"});
+	assert_false(b.ok());
+	assert_contains(b.status().message(), "t.conf:2: switch a has already been defined");
+	t = topology_parse("SwitchName=a Nodes=n1\nSwitchName=s Switches=a,zz\n", "t.conf");
+	b = build_switch_table(t.value(), {"n1"});
+	assert_false(b.ok());
+	assert_contains(b.status().message(), "t.conf:2: switch s has invalid child (zz)");
+	t = topology_parse("SwitchName=a Nodes=n[1-\n", "t.conf");
+	b = build_switch_table(t.value(), {"n1"});
+	assert_false(b.ok());
+	assert_contains(b.status().message(), "t.conf:1:");
+	t = topology_parse("SwitchName=a Switches=b\nSwitchName=b Switches=a\nSwitchName=c "
+	                   "Nodes=n1\n",
+	                   "t.conf");
+	b = build_switch_table(t.value(), {"n1"});
+	assert_false(b.ok());
+	assert_contains(b.status().message(), "not a tree");
+}
+
+static void table_as_tree_builds_it(void **)
+{
+	auto b = build_switch_table(topo4(), nodes8());
+	assert_true(b.ok());
+	const SwitchTable &t = b.value();
+	assert_int_equal(t.levels, 1);
+	assert_true(t.have_root);
+	assert_true(t.warnings.empty());
+	const SwitchRec &sp = t.sw[4];
+	assert_int_equal(sp.level, 1);
+	assert_int_equal(sp.node_index.size(), 8);
+	assert_int_equal(sp.children.size(), 4);
+	assert_int_equal(sp.desc.size(), 4);
+	assert_int_equal(t.sw[2].parent, 4);
+	assert_int_equal(sp.parent, 0); // as tree: nobody's child
+	assert_int_equal(t.sw[0].dist[1], 2);
+	assert_int_equal(t.sw[0].dist[4], 1);
+	assert_int_equal(t.sw[0].dist[0], 0);
+	assert_string_equal(sp.switches.c_str(), "leaf[1-4]");
+	// Unknown and multi-homed nodes are warnings, as in tree.
+	auto t2 = topology_parse("SwitchName=a Nodes=n[1-2],zz\nSwitchName=b Nodes=n2\n", "x");
+	auto b2 = build_switch_table(t2.value(), {"n1", "n2", "n3"});
+	assert_true(b2.ok());
+	assert_int_equal(b2->warnings.size(), 3);
+	assert_false(b2->have_root);
+}
+
+static void cut_rule(void **)
+{
+	auto b = build_switch_table(topo4(), nodes8(), {"leaf2"});
+	assert_true(b.ok());
+	const SwitchTable &t = b.value();
+	assert_int_equal(t.sw[4].node_index.size(), 6);
+	assert_string_equal(t.sw[4].switches.c_str(), "leaf[1,3-4]");
+	assert_int_equal(t.sw[1].level, 0);
+	assert_int_equal(t.sw[1].node_index.size(), 2);
+	assert_int_equal(t.sw[1].dist[4], kTopoInfinite);
+	assert_int_equal(t.sw[1].dist[0], kTopoInfinite);
+	assert_int_equal(t.sw[4].desc.size(), 3);
+	// A leaf whose every uplink is under change is cut; one that keeps an
+	// uplink is not.
+	TopologyConf topo = topo4();
+	auto f = fabric_parse(kFabric, "fabric.json", topo);
+	assert_true(f.ok());
+	Window w;
+	w.links = {{"leaf1", "sp1"}, {"leaf3", "sp1"}, {"leaf3", "sp2"}, {"leaf4", "sp1"}};
+	auto cut = window_cut(w, topo, &f.value());
+	std::set<std::string> want = {"leaf3", "leaf4"};
+	assert_true(cut == want);
+	assert_false(build_switch_table(topo, nodes8(), {"spine"}).ok());
+}
+
+static void fabric_errors_name_file_and_field(void **)
+{
+	TopologyConf topo = topo4();
+	struct {
+		const char *text, *want;
+	} cases[] = {
+	    {R"({"spines": ["sp1"], "uplinks": [{"leaf": "leafX", "spine": "sp1"}]})",
+	     "f.json: field 'uplinks[0].leaf': unknown leaf switch 'leafX'"},
+	    {R"({"spines": ["sp1"], "uplinks": [{"leaf": "leaf1", "spine": "sp9"}]})",
+	     "f.json: field 'uplinks[0].spine': unknown spine 'sp9'"},
+	    {R"({"spines": ["sp1"], "uplinks": [{"leaf": "spine", "spine": "sp1"}]})",
+	     "field 'uplinks[0].leaf': unknown leaf switch 'spine'"},
+	    {R"({"spines": ["sp1"], "uplinks": [{"leaf": "leaf1"}]})", "uplinks[0].spine"},
+	    {R"({"spines": ["sp1"], "uplink": []})", "f.json"},
+	};
+	for (const auto &c : cases) {
+		auto r = fabric_parse(c.text, "f.json", topo);
+		assert_false(r.ok());
+		assert_contains(r.status().message(), c.want);
+	}
+}
+
+static std::string plan_json(const std::string &windows)
+{
+	return "{\"windows\": [" + windows + "]}";
+}
+
+static void plan_validation(void **)
+{
+	TopologyConf topo = topo4();
+	auto f = fabric_parse(kFabric, "fabric.json", topo);
+	const std::string w1 = R"({"id": "w1", "reason": "spine add", "start": "2026-12-01T10:00:00Z",
+ "end": "2026-12-01T12:00:00Z", "leaves": ["leaf2"], "state": "active"})";
+	auto ok = plan_parse(plan_json(w1), "plan.json", topo, &f.value());
+	assert_true(ok.ok());
+	assert_string_equal(ok->active()->id.c_str(), "w1");
+	assert_int_equal(ok->active()->stages.size(), 3);
+	// Round trip through plan_dump.
+	auto again = plan_parse(plan_dump(ok.value()), "plan.json", topo, &f.value());
+	assert_true(again.ok());
+	struct {
+		std::string text;
+		const char *want;
+	} cases[] = {
+	    {plan_json(R"({"id": "w1", "start": "2026-12-01T10:00:00Z", "end": "2026-12-01T12:00:00Z",
+ "leaves": ["leafX"]})"),
+	     "plan.json: field 'windows[0].leaves[0]': unknown leaf switch 'leafX'"},
+	    {plan_json(R"({"id": "w1", "start": "2026-12-01T10:00:00Z", "end": "2026-12-01T12:00:00Z",
+ "links": [{"leaf": "leaf1", "spine": "sp7"}]})"),
+	     "window 'w1': links: no uplink leaf1->sp7"},
+	    {plan_json(w1 + "," + R"({"id": "w2", "start": "2026-12-01T11:00:00Z",
+ "end": "2026-12-01T13:00:00Z", "leaves": ["leaf3"]})"),
+	     "window 'w2': overlaps window 'w1'"},
+	    {plan_json(R"({"id": "w1", "start": "2026-12-01T10:00:00Z", "end": "2026-12-01T12:00:00Z",
+ "leaves": ["leaf1", "leaf2", "leaf3"], "state": "active"})"),
+	     "window 'w1' leaves no usable multi-leaf path"},
+	    {plan_json(R"({"id": "w1", "start": "2026-12-01 10:00", "end": "2026-12-01T12:00:00Z",
+ "leaves": ["leaf1"]})"),
+	     "field 'windows[0].start'"},
+	    {plan_json(R"({"id": "w1", "start": "2026-12-01T10:00:00Z", "end": "2026-12-01T12:00:00Z",
+ "leaves": ["leaf1"], "state": "running"})"),
+	     "field 'windows[0].state'"},
+	};
+	for (const auto &c : cases) {
+		auto r = plan_parse(c.text, "plan.json", topo, &f.value());
+		assert_false(r.ok());
+		assert_contains(r.status().message(), c.want);
+	}
+	// Links need a fabric file.
+	auto r = plan_parse(plan_json(R"({"id": "w1", "start": "2026-12-01T10:00:00Z",
+ "end": "2026-12-01T12:00:00Z", "links": [{"leaf": "leaf1", "spine": "sp1"}]})"),
+	                    "plan.json", topo, nullptr);
+	assert_false(r.ok());
+	assert_contains(r.status().message(), "need a fabric file");
+	// A done window does not overlap anything.
+	std::string done = w1;
+	done.replace(done.find("active"), 6, "done");
+	r = plan_parse(plan_json(done + "," + R"({"id": "w2", "start": "2026-12-01T11:00:00Z",
+ "end": "2026-12-01T13:00:00Z", "leaves": ["leaf3"]})"),
+	               "plan.json", topo, &f.value());
+	assert_true(r.ok());
+}
+
+// A generated 25,000-node / 800-leaf / 32-spine fabric.
+static void large_topology(void **)
+{
+	std::string text;
+	for (int l = 0; l < 800; l++) {
+		int first = l * 25000 / 800 + 1, last = (l + 1) * 25000 / 800;
+		text += "SwitchName=leaf" + std::to_string(l) + " Nodes=n[" +
+		        std::to_string(first) + "-" + std::to_string(last) + "]\n";
+	}
+	for (int s = 0; s < 32; s++)
+		text += "SwitchName=spine" + std::to_string(s) + " Switches=leaf[" +
+		        std::to_string(s * 25) + "-" + std::to_string(s * 25 + 24) + "]\n";
+	text += "SwitchName=core Switches=spine[0-31]\n";
+	auto topo = topology_parse(text, "big.conf");
+	assert_true(topo.ok());
+	auto names = topology_node_names(topo.value());
+	assert_true(names.ok());
+	assert_int_equal(names->size(), 25000);
+	auto t0 = std::chrono::steady_clock::now();
+	auto b = build_switch_table(topo.value(), names.value(), {"leaf7", "leaf400"});
+	double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+	assert_true(b.ok());
+	assert_int_equal(b->sw.size(), 833);
+	assert_int_equal(b->levels, 2);
+	assert_int_equal(b->sw[832].node_index.size(), 25000 - 32 - 31);
+	assert_int_equal(b->sw[832].desc.size(), 32 + 798);
+	assert_int_equal(b->sw[0].dist[1], 2);
+	assert_int_equal(b->sw[0].dist[25], 4);
+	assert_int_equal(b->sw[7].dist[0], kTopoInfinite);
+	print_message("25k nodes / 833 switches built in %.3f s\n", secs);
+	assert_true(secs < 20);
+}
+
+static PolicyState window_state(const std::string &dir)
+{
+	std::string topo = dir + "/topology.conf", plan = dir + "/plan.json";
+	FILE *f = fopen(topo.c_str(), "w");
+	fputs(kTopo, f);
+	fclose(f);
+	f = fopen(plan.c_str(), "w");
+	fputs(plan_json(R"({"id": "w1", "start": "2026-12-01T10:00:00Z", "end": "2026-12-01T12:00:00Z",
+ "leaves": ["leaf2"], "state": "active"})")
+	          .c_str(),
+	      f);
+	fclose(f);
+	auto cfg = Config::parse("RewirePlan=" + plan + "\nRewireSwitchesWait=5m\n",
+	                         dir + "/onramp.conf");
+	if (!cfg.ok())
+		fail_msg("%s", cfg.status().message().c_str());
+	PolicyState st;
+	st.cfg = std::make_shared<const Config>(cfg.value());
+	Status s = rewire_load(*st.cfg, &st.rewire);
+	if (!s.ok())
+		fail_msg("%s", s.message().c_str());
+	return st;
+}
+
+static void switches_defaults(void **)
+{
+	PolicyState st = window_state(unit_tmpdir());
+	assert_non_null(st.rewire.get());
+	JobView j;
+	j.submit_uid = 1000;
+	// Single-node: untouched.
+	j.min_nodes = 1;
+	Decision d = decide_submit(st, j);
+	assert_false(d.req_switch.has_value());
+	assert_false(d.hold);
+	// 2 nodes fit one leaf; 3 need 2 leaves; 6 need 3 (leaf2 cut).
+	j.min_nodes = 2;
+	d = decide_submit(st, j);
+	assert_int_equal(*d.req_switch, 1);
+	assert_int_equal(*d.wait4switch, 300);
+	assert_contains(d.message, "rewire window w1");
+	j.min_nodes = 3;
+	d = decide_submit(st, j);
+	assert_int_equal(*d.req_switch, 2);
+	j.min_nodes = 6;
+	d = decide_submit(st, j);
+	assert_int_equal(*d.req_switch, 3);
+	assert_false(d.hold);
+	// User's --switches kept, its wait capped.
+	j.min_nodes = 4;
+	j.req_switch = 1;
+	j.wait4switch = 3600;
+	d = decide_submit(st, j);
+	assert_false(d.req_switch.has_value());
+	assert_int_equal(*d.wait4switch, 300);
+	j.wait4switch = 60;
+	d = decide_submit(st, j);
+	assert_int_equal(*d.wait4switch, 60);
+	// Larger than the connected part (6 nodes): held with the reason.
+	j.req_switch = 0;
+	j.min_nodes = 7;
+	d = decide_submit(st, j);
+	assert_true(d.hold);
+	assert_string_equal(d.hold_reason.c_str(), "onramp: held until rewire window w1 finishes");
+	// No plan configured: nothing.
+	PolicyState none;
+	none.cfg = st.cfg;
+	d = decide_submit(none, j);
+	assert_false(d.hold);
+	assert_false(d.req_switch.has_value());
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(parse_grammar),
+	    cmocka_unit_test(parse_errors_name_file_and_line),
+	    cmocka_unit_test(table_as_tree_builds_it),
+	    cmocka_unit_test(cut_rule),
+	    cmocka_unit_test(fabric_errors_name_file_and_field),
+	    cmocka_unit_test(plan_validation),
+	    cmocka_unit_test(large_topology),
+	    cmocka_unit_test(switches_defaults),
+	};
+	return cmocka_run_group_tests_name("topology", tests, NULL, NULL);
+}
