@@ -129,3 +129,92 @@ job_nodes() {
 	[[ $(scontrol show topology) == "$before" ]]
 	grep -q "topology/onramp: .*leafZ.*keeping the switch table in force" "$ONRAMP_CLUSTER_DIR/log/slurmctld.log"
 }
+
+ONRAMPCTL=$ONRAMP_REPO/contrib/onrampctl
+
+# plan_file FILE ID LEAVES_JSON: a one-window plan, planned.
+plan_file() {
+	cat >"$1" <<EOP
+{"windows": [{"id": "$2", "reason": "move uplinks", "start": "2026-01-01T00:00:00Z",
+  "end": "2036-01-01T00:00:00Z", "leaves": $3, "state": "planned"}]}
+EOP
+}
+
+@test "onrampctl rewire plan/start/advance/finish: the cut is confirmed, finish releases what onramp held" {
+	local plan=$BATS_TEST_TMPDIR/plan.json j
+	plan_file "$plan" w2 '["leaf2"]'
+	run "$ONRAMPCTL" rewire plan "$plan"
+	[ "$status" -eq 0 ]
+	[[ $output == *"w2 planned"* ]]
+	run "$ONRAMPCTL" rewire start w2
+	[ "$status" -eq 0 ]
+	[[ $output == *"window w2 active: leaf2 cut off"* ]]
+	[[ $(spine_nodes) == "node[1-2,5-8]" ]]
+	j=$(submit -N7 -o /dev/null --wrap 'sleep 1')
+	sleep 2
+	[[ $(job_state "$j") == PENDING ]]
+	run "$ONRAMPCTL" rewire advance w2 1
+	[ "$status" -eq 0 ]
+	[[ $output == *"stage=50%"* ]]
+	run "$ONRAMPCTL" rewire finish w2
+	[ "$status" -eq 0 ]
+	[[ $output == *"released held jobs: $j"* ]]
+	[[ $(spine_nodes) == "node[1-8]" ]]
+	submit_wait "$j" COMPLETED 90
+}
+
+@test "onrampctl rewire start refuses while a multi-leaf job runs on the leaves, unless --force" {
+	local plan=$BATS_TEST_TMPDIR/plan.json b
+	plan_file "$plan" w3 '["leaf2"]'
+	"$ONRAMPCTL" rewire plan "$plan"
+	b=$(submit -N2 -w 'node[2-3]' -o /dev/null --wrap 'sleep 300')
+	submit_wait "$b" RUNNING 60
+	run "$ONRAMPCTL" rewire start w3
+	[ "$status" -ne 0 ]
+	[[ $output == *"$b node[2-3]"* ]]
+	[[ $(spine_nodes) == "node[1-8]" ]]
+	run "$ONRAMPCTL" rewire start w3 --force
+	[ "$status" -eq 0 ]
+	# The running job keeps running.
+	[[ $(job_state "$b") == RUNNING ]]
+	run "$ONRAMPCTL" rewire finish w3
+	[ "$status" -eq 0 ]
+}
+
+@test "onrampctl rewire plan refuses an unknown leaf, naming it, and keeps the installed plan" {
+	local plan=$BATS_TEST_TMPDIR/plan.json bad=$BATS_TEST_TMPDIR/bad.json
+	plan_file "$plan" w4 '["leaf2"]'
+	"$ONRAMPCTL" rewire plan "$plan"
+	plan_file "$bad" w5 '["leaf9"]'
+	run "$ONRAMPCTL" rewire plan "$bad"
+	[ "$status" -eq 2 ]
+	[[ $output == *"leaf9"* ]]
+	run "$ONRAMPCTL" rewire status
+	[[ $output == *"w4 planned"* ]]
+	[[ $output != *"w5"* ]]
+}
+
+@test "onrampctl topology check: one spine failure cuts the leaf that has a single uplink" {
+	local fabric=$BATS_TEST_TMPDIR/fabric.json
+	cat >"$fabric" <<'EOF2'
+{"spines": ["spine-a", "spine-b"],
+ "uplinks": [
+  {"leaf": "leaf1", "spine": "spine-a"}, {"leaf": "leaf1", "spine": "spine-b"},
+  {"leaf": "leaf2", "spine": "spine-a"}, {"leaf": "leaf2", "spine": "spine-b"},
+  {"leaf": "leaf3", "spine": "spine-a"}, {"leaf": "leaf3", "spine": "spine-b"},
+  {"leaf": "leaf4", "spine": "spine-a"}]}
+EOF2
+	echo "FabricFile=$fabric" >>"$ETC/onramp.conf"
+	run "$ONRAMPCTL" topology check
+	[ "$status" -eq 1 ]
+	[ "$output" = "spine-a leaf4 node[7-8]" ]
+	run "$ONRAMPCTL" topology check --fail spine-b
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
+	run "$ONRAMPCTL" topology check --fail spine-a spine-b
+	[ "$status" -eq 0 ]
+	[ "${#lines[@]}" -eq 4 ]
+	run "$ONRAMPCTL" topology check --fail spine-z
+	[ "$status" -eq 2 ]
+	[[ $output == *"unknown switch 'spine-z'"* ]]
+}

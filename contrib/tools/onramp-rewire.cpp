@@ -1,0 +1,265 @@
+// onramp-rewire: the model side of "onrampctl rewire" and "onrampctl
+// topology check": validates plans against the live topology.conf and
+// fabric file, changes window state crash-safely, and answers fault-domain
+// questions. The shell side (contrib/libexec/onrampctl-rewire) orchestrates
+// scontrol.
+//
+//   onramp-rewire [--conf F] validate [PLAN]       exit 0, or 2 naming the item
+//   onramp-rewire [--conf F] install PLAN          validate, then write RewirePlan
+//   onramp-rewire [--conf F] set ID STATE          planned|active|done
+//   onramp-rewire [--conf F] stage ID N            record the ECMP stage index
+//   onramp-rewire [--conf F] status                one line per window
+//   onramp-rewire [--conf F] cut ID                the leaves ID cuts, "leaf nodes"
+//   onramp-rewire [--conf F] check [--fail SW...]  fault domains (exit 1: a single
+//                                                  spine failure cuts a leaf)
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "atomic_file.hpp"
+#include "config.hpp"
+#include "hostlist.hpp"
+#include "log.hpp"
+#include "rewire/window.hpp"
+
+using namespace onramp;
+
+namespace {
+
+constexpr int kBadInput = 2;
+
+struct Ctx {
+	Config cfg;
+	TopologyConf topo;
+	std::shared_ptr<const Fabric> fabric;
+};
+
+int fail(const std::string &msg)
+{
+	log_error("%s", msg.c_str());
+	return kBadInput;
+}
+
+Result<Ctx> load_ctx(const std::string &conf)
+{
+	auto cfg = Config::load(conf);
+	if (!cfg.ok())
+		return cfg.status();
+	Ctx c{cfg.value(), {}, nullptr};
+	auto topo = topology_load(default_topology_path(c.cfg));
+	if (!topo.ok())
+		return topo.status();
+	c.topo = topo.value();
+	if (c.cfg.is_set("FabricFile")) {
+		auto f = fabric_load(c.cfg.str("FabricFile"), c.topo);
+		if (!f.ok())
+			return f.status();
+		c.fabric = std::make_shared<const Fabric>(f.value());
+	}
+	return c;
+}
+
+Result<Plan> live_plan(const Ctx &c)
+{
+	if (!c.cfg.is_set("RewirePlan"))
+		return Status::Error(c.cfg.origin() + ": RewirePlan is not set");
+	return plan_load(c.cfg.str("RewirePlan"), c.topo, c.fabric.get());
+}
+
+Status write_plan(const Ctx &c, const Plan &p)
+{
+	Status st = plan_validate(p, c.topo, c.fabric.get());
+	if (!st.ok())
+		return st;
+	return write_file_atomic(c.cfg.str("RewirePlan"), plan_dump(p) + "\n", 0644);
+}
+
+// Nodes of each leaf switch, expanded.
+std::map<std::string, std::string> leaf_nodes(const TopologyConf &t)
+{
+	std::map<std::string, std::string> m;
+	for (const auto &s : t.switches)
+		if (!s.nodes.empty())
+			m[s.name] = s.nodes;
+	return m;
+}
+
+// Parents (uplinks) of each leaf: the fabric's spines, else the tree parent.
+std::map<std::string, std::set<std::string>> uplinks(const Ctx &c)
+{
+	std::map<std::string, std::set<std::string>> up;
+	for (const auto &l : leaf_nodes(c.topo))
+		up[l.first];
+	if (c.fabric) {
+		for (const auto &u : c.fabric->uplinks)
+			up[u.leaf].insert(u.spine);
+		return up;
+	}
+	for (const auto &s : c.topo.switches) {
+		if (s.switches.empty())
+			continue;
+		auto kids = hostlist_expand(s.switches);
+		if (kids.ok())
+			for (const auto &k : kids.value())
+				if (up.count(k))
+					up[k].insert(s.name);
+	}
+	return up;
+}
+
+std::vector<std::string> spines(const Ctx &c)
+{
+	std::set<std::string> s;
+	for (const auto &u : uplinks(c))
+		s.insert(u.second.begin(), u.second.end());
+	return {s.begin(), s.end()};
+}
+
+// Leaves that lose every uplink when failed fail.
+std::vector<std::string> cut_by(const Ctx &c, const std::set<std::string> &failed)
+{
+	std::vector<std::string> out;
+	for (const auto &u : uplinks(c)) {
+		bool all = !u.second.empty() || failed.count(u.first);
+		for (const auto &sp : u.second)
+			all = all && failed.count(sp);
+		if (failed.count(u.first) || all)
+			out.push_back(u.first);
+	}
+	return out;
+}
+
+int cmd_check(const Ctx &c, const std::vector<std::string> &fails)
+{
+	auto nodes = leaf_nodes(c.topo);
+	if (!fails.empty()) {
+		auto sp = spines(c);
+		for (const auto &f : fails)
+			if (c.topo.find(f) < 0 && std::find(sp.begin(), sp.end(), f) == sp.end())
+				return fail("unknown switch '" + f + "' (neither in " +
+				            c.topo.origin + " nor a spine of the fabric)");
+		for (const auto &l : cut_by(c, {fails.begin(), fails.end()}))
+			printf("%s %s\n", l.c_str(), nodes[l].c_str());
+		return 0;
+	}
+	int rc = 0;
+	for (const auto &sp : spines(c)) {
+		auto cut = cut_by(c, {sp});
+		for (const auto &l : cut)
+			printf("%s %s %s\n", sp.c_str(), l.c_str(), nodes[l].c_str());
+		if (!cut.empty())
+			rc = 1;
+	}
+	return rc;
+}
+
+int usage(FILE *f)
+{
+	fprintf(f, "usage: onramp-rewire [--conf FILE] validate [PLAN] | install PLAN | set ID "
+	           "planned|active|done | stage ID N | status | cut ID | check [--fail SW...]\n");
+	return f == stdout ? 0 : kBadInput;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	log_set_program("onramp-rewire");
+	std::string conf = default_conf_path();
+	int i = 1;
+	if (i + 1 < argc && !strcmp(argv[i], "--conf")) {
+		conf = argv[i + 1];
+		i += 2;
+	}
+	if (i >= argc)
+		return usage(stderr);
+	std::string cmd = argv[i++];
+	std::vector<std::string> args(argv + i, argv + argc);
+	if (cmd == "-h" || cmd == "--help")
+		return usage(stdout);
+	auto ctx = load_ctx(conf);
+	if (!ctx.ok())
+		return fail(ctx.status().message());
+	const Ctx &c = ctx.value();
+
+	if (cmd == "validate" || cmd == "install") {
+		if (cmd == "install" && args.size() != 1)
+			return usage(stderr);
+		auto p = args.empty() ? live_plan(c) : plan_load(args[0], c.topo, c.fabric.get());
+		if (!p.ok())
+			return fail(p.status().message());
+		if (cmd == "install") {
+			if (!c.cfg.is_set("RewirePlan"))
+				return fail(c.cfg.origin() + ": RewirePlan is not set");
+			Status st = write_plan(c, p.value());
+			if (!st.ok())
+				return fail(st.message());
+		}
+		return 0;
+	}
+	if (cmd == "check") {
+		std::vector<std::string> fails;
+		for (size_t k = 0; k < args.size(); k++) {
+			if (args[k] == "--fail") {
+				while (k + 1 < args.size() && args[k + 1].rfind("--", 0) != 0)
+					fails.push_back(args[++k]);
+			} else {
+				return usage(stderr);
+			}
+		}
+		return cmd_check(c, fails);
+	}
+	auto plan = live_plan(c);
+	if (!plan.ok())
+		return fail(plan.status().message());
+	Plan p = plan.value();
+	if (cmd == "status") {
+		for (const auto &w : p.windows) {
+			printf("%s %s stage=%d%% leaves=%s start=%s end=%s reason=%s\n",
+			       w.id.c_str(), window_state_name(w.state),
+			       w.stages.empty() ? 0 : w.stages[static_cast<size_t>(w.stage)],
+			       hostlist_compress(w.leaves).c_str(), format_utc(w.start).c_str(),
+			       format_utc(w.end).c_str(), w.reason.c_str());
+		}
+		return 0;
+	}
+	if (args.empty())
+		return usage(stderr);
+	Window *w = p.find(args[0]);
+	if (!w)
+		return fail(p.origin + ": no window '" + args[0] + "'");
+	if (cmd == "cut") {
+		auto nodes = leaf_nodes(c.topo);
+		for (const auto &l : window_cut(*w, c.topo, c.fabric.get()))
+			printf("%s %s\n", l.c_str(), nodes[l].c_str());
+		return 0;
+	}
+	if (cmd == "set" && args.size() == 2) {
+		const std::map<std::string, WindowState> states = {
+		    {"planned", WindowState::Planned},
+		    {"active", WindowState::Active},
+		    {"done", WindowState::Done}};
+		auto s = states.find(args[1]);
+		if (s == states.end())
+			return fail("state '" + args[1] + "' is not planned, active or done");
+		w->state = s->second;
+	} else if (cmd == "stage" && args.size() == 2) {
+		char *end = nullptr;
+		long n = strtol(args[1].c_str(), &end, 10);
+		if (!end || *end || n < 0 || n >= static_cast<long>(w->stages.size()))
+			return fail(
+			    strprintf("stage '%s' is not an index of window %s's %zu stages",
+			              args[1].c_str(), w->id.c_str(), w->stages.size()));
+		w->stage = static_cast<int>(n);
+	} else {
+		return usage(stderr);
+	}
+	Status st = write_plan(c, p);
+	if (!st.ok())
+		return fail(st.message());
+	return 0;
+}
