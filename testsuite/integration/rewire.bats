@@ -66,6 +66,40 @@ job_nodes() {
 	grep -qx 'addr=spine1.leaf1.node1 pattern=switch.switch.node' "$ONRAMP_JOBS_DIR/addr-$j.out"
 }
 
+@test "no window: topology/tree on the same files gives the same table, placements and addresses" {
+	# A second cluster, same layout and generated topology.conf, with
+	# topology/tree; the same jobs on both.
+	local dir tree_topo onramp_topo
+	dir=$(mktemp -d /tmp/onramp-treecmp.XXXXXX)
+	chmod 755 "$dir"
+	env ONRAMP_CTLD_PORT=16897 ONRAMP_SLURMD_PORT_BASE=17900 \
+		"$ONRAMP_CLUSTER_TOOL" start --dir "$dir" --nodes 8 --racks 4 --onramp no \
+		--job-submit none --topology-plugin topology/tree >/dev/null
+	cmp "$dir/etc/topology.conf" "$ETC/topology.conf"
+	tree_topo=$(SLURM_CONF=$dir/etc/slurm.conf scontrol show topology)
+	onramp_topo=$(scontrol show topology)
+	[ "$tree_topo" = "$onramp_topo" ]
+	local shape out_t out_o jt jo
+	for shape in "-N4" "-N3" "-N2 --switches=1" "-N5"; do
+		# shellcheck disable=SC2086
+		jt=$(cd "$dir/jobs" && SLURM_CONF=$dir/etc/slurm.conf sbatch --parsable $shape \
+			-o "$dir/jobs/t-%j.out" --wrap 'echo "$SLURM_TOPOLOGY_ADDR $SLURM_TOPOLOGY_ADDR_PATTERN"')
+		# shellcheck disable=SC2086
+		jo=$(submit $shape -o "$ONRAMP_JOBS_DIR/o-%j.out" \
+			--wrap 'echo "$SLURM_TOPOLOGY_ADDR $SLURM_TOPOLOGY_ADDR_PATTERN"')
+		submit_wait "$jo" COMPLETED 60
+		SLURM_CONF=$dir/etc/slurm.conf wait_for 60 "tree job $jt" \
+			eval "[[ \$(SLURM_CONF=$dir/etc/slurm.conf scontrol show job -o $jt) == *JobState=COMPLETED* ]]"
+		out_t=$(SLURM_CONF=$dir/etc/slurm.conf scontrol show job -o "$jt" | tr ' ' '\n' | grep '^NodeList=')
+		out_o=$(scontrol show job -o "$jo" | tr ' ' '\n' | grep '^NodeList=')
+		echo "$shape: tree $out_t onramp $out_o"
+		[ "$out_t" = "$out_o" ]
+		[ "$(cat "$dir/jobs/t-$jt.out")" = "$(cat "$ONRAMP_JOBS_DIR/o-$jo.out")" ]
+	done
+	"$ONRAMP_CLUSTER_TOOL" stop --dir "$dir" >/dev/null
+	rm -rf "$dir"
+}
+
 @test "window on leaf2: the spine loses leaf2 and 3/4-node jobs never get its nodes" {
 	window active
 	[[ $(spine_nodes) == "node[1-2,5-8]" ]]
