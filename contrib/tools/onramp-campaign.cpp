@@ -8,7 +8,7 @@
 //         create the campaign (or resume it: paused -> running); prints
 //         "created ID" or "resumed ID"
 //     wave                 the first wave not yet passed: "wave K" then
-//                          "NODE STATE" lines; "done" when none is left
+//                          "NODE STATE SINCE" lines; "done" when none is left
 //     node --node N --state S [--code C] [--detail D]
 //     open-wave --wave K | close-wave --wave K
 //         close-wave: exit 0 when the wave's pass rate >= min-pass, else
@@ -178,7 +178,8 @@ int cmd_wave(Journal &j, const Args &a)
 		printf("wave %d\n", w.wave);
 		for (const auto &n : nodes.value())
 			if (n.wave == w.wave)
-				printf("%s %s\n", n.node.c_str(), n.state.c_str());
+				printf("%s %s %lld\n", n.node.c_str(), n.state.c_str(),
+				       static_cast<long long>(n.times.count(n.state) ? n.times.at(n.state) : 0));
 		return kOk;
 	}
 	printf("done\n");
