@@ -55,6 +55,8 @@ const std::vector<KeySpec> &config_schema()
 	     "TCP port on which rank 0 of the 2-node NCCL test serves the NCCL unique id"},
 	    {"MaxWaveFraction", KeyType::Double, "0.2", nullptr, 0.01, 1.0,
 	     "at most this fraction of a rack is rebooted or under admission at once"},
+	    {"MinWavePassRate", KeyType::Double, "0.8", nullptr, 0.01, 1.0,
+	     "an expansion wave must admit this fraction of its nodes before the next wave opens"},
 	    {"RollbackWindow", KeyType::Duration, "7200", nullptr, 0, 30 * 86400,
 	     "how long the previous checkpoint generation is kept after a migration"},
 	    {"FabricFile", KeyType::Path, nullptr, nullptr, 0, 0,

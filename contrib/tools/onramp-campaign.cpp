@@ -1,0 +1,699 @@
+// onramp-campaign: the journal and planner of expansion campaigns, for
+// onrampctl-expand (the orchestration in bash). Every command is one short
+// transaction on <StateDir>/onramp.db, so the orchestrator can be killed at
+// any point and re-run.
+//
+//   onramp-campaign [--conf F] [--db F] [--topology F] COMMAND --id ID ...
+//     plan --nodes HOSTLIST --fraction F --min-pass R --boot-timeout S
+//         create the campaign (or resume it: paused -> running); prints
+//         "created ID" or "resumed ID"
+//     wave                 the first wave not yet passed: "wave K" then
+//                          "NODE STATE SINCE" lines; "done" when none is left
+//     node --node N --state S [--code C] [--detail D]
+//     open-wave --wave K | close-wave --wave K
+//         close-wave: exit 0 when the wave's pass rate >= min-pass, else
+//         pauses the campaign and exits 3 (the status says why)
+//     pairs                cross-rack pairs to run: "NODE RACK PEER PEER_RACK"
+//     pair-result --node N --peer P --result pass|fail|inconclusive [--detail D]
+//     finish               mark the campaign done
+//     status [--json] [--slurm-state FILE] [--budget S]   (no --id: all)
+// Exit 0 ok, 1 error, 2 bad input (refused), 3 wave below the pass rate.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "admit/record.hpp"
+#include "atomic_file.hpp"
+#include "campaign/journal.hpp"
+#include "campaign/planner.hpp"
+#include "config.hpp"
+#include "hostlist.hpp"
+#include "json.hpp"
+#include "log.hpp"
+
+using namespace onramp;
+using namespace onramp::campaign;
+
+namespace {
+
+enum { kOk = 0, kError = 1, kRefused = 2, kBelowRate = 3 };
+
+struct Args {
+	std::string cmd, conf, db, topology, id, nodes, node, state, code, detail, peer, result,
+	    slurm_state;
+	double fraction = -1, min_pass = -1;
+	int64_t boot_timeout = -1, budget = 45 * 60;
+	int wave = 0;
+	bool json = false;
+};
+
+int64_t now() { return static_cast<int64_t>(time(nullptr)); }
+std::string iso(int64_t t) { return admit::iso_time(t); }
+
+int refuse(const std::string &msg)
+{
+	log_error("%s", msg.c_str());
+	return kRefused;
+}
+int fail(const Status &st)
+{
+	log_error("%s", st.message().c_str());
+	return kError;
+}
+
+std::string slurm_dir()
+{
+	const char *c = getenv("SLURM_CONF");
+	std::string p = c && *c ? c : "/etc/slurm/slurm.conf";
+	auto s = p.rfind('/');
+	return s == std::string::npos ? "." : p.substr(0, s);
+}
+
+// node -> rack and rack -> size, from topology.conf.
+Status load_racks(const Args &a, std::map<std::string, std::string> *leaf_of,
+                  std::map<std::string, int> *sizes)
+{
+	std::string path = a.topology.empty() ? slurm_dir() + "/topology.conf" : a.topology;
+	auto text = read_file(path);
+	if (!text.ok())
+		return Status::Error("racks come from topology.conf's leaf switches: " +
+		                     text.status().message());
+	auto m = parse_topology(text.value(), path);
+	if (!m.ok())
+		return m.status();
+	*leaf_of = m.value();
+	for (const auto &[n, r] : *leaf_of)
+		(*sizes)[r]++;
+	return Status::Ok();
+}
+
+int cmd_plan(Journal &j, const Args &a)
+{
+	Status st = check_fraction(a.fraction);
+	if (!st.ok())
+		return refuse(st.message() + " (--wave-fraction / MaxWaveFraction)");
+	st = check_fraction(a.min_pass, "minimum wave pass rate");
+	if (!st.ok())
+		return refuse(st.message() + " (MinWavePassRate)");
+	if (a.boot_timeout < 1)
+		return refuse("boot timeout must be a positive number of seconds");
+	auto hosts = hostlist_expand(a.nodes);
+	if (!hosts.ok())
+		return refuse("bad hostlist '" + a.nodes + "': " + hosts.status().message());
+	std::map<std::string, std::string> leaf_of;
+	std::map<std::string, int> sizes;
+	if (!(st = load_racks(a, &leaf_of, &sizes)).ok())
+		return fail(st);
+	std::vector<Member> members;
+	std::vector<std::string> unknown;
+	for (const auto &h : hosts.value()) {
+		auto it = leaf_of.find(h);
+		if (it == leaf_of.end())
+			unknown.push_back(h);
+		else
+			members.push_back({h, it->second});
+	}
+	if (!unknown.empty())
+		return refuse("unknown node(s) " + hostlist_compress(unknown) +
+		              ": not under any leaf switch of topology.conf");
+	auto ov = j.overlaps(a.id, hosts.value());
+	if (!ov.ok())
+		return fail(ov.status());
+	if (!ov->empty()) {
+		std::string m;
+		for (const auto &o : ov.value())
+			m += (m.empty() ? "" : ", ") + o;
+		return refuse("node(s) already in another campaign that is not done: " + m);
+	}
+	bool found = false;
+	auto existing = j.campaign(a.id, &found);
+	if (!existing.ok())
+		return fail(existing.status());
+	std::string list = hostlist_compress(hosts.value());
+	if (found) {
+		if (existing->nodes != list)
+			return refuse("campaign " + a.id + " exists with nodes " + existing->nodes +
+			              ", not " + list + "; pick another --name");
+		if (existing->state == "done") {
+			printf("done %s\n", a.id.c_str());
+			return kOk;
+		}
+		if (existing->state != "running" &&
+		    !(st = j.set_campaign(a.id, "running", "resumed", now())).ok())
+			return fail(st);
+		printf("resumed %s\n", a.id.c_str());
+		return kOk;
+	}
+	auto waves = plan_waves(members, sizes, a.fraction);
+	if (!waves.ok())
+		return refuse(waves.status().message());
+	CampaignRow c;
+	c.id = a.id;
+	c.nodes = list;
+	c.fraction = a.fraction;
+	c.min_pass = a.min_pass;
+	c.boot_timeout = a.boot_timeout;
+	auto r = j.create(c, waves.value(), now());
+	if (!r.ok())
+		return fail(r.status());
+	printf("created %s %zu waves\n", a.id.c_str(), waves->size());
+	return kOk;
+}
+
+int cmd_wave(Journal &j, const Args &a)
+{
+	auto waves = j.waves(a.id);
+	auto nodes = j.nodes(a.id);
+	if (!waves.ok() || !nodes.ok())
+		return fail(!waves.ok() ? waves.status() : nodes.status());
+	for (const auto &w : waves.value()) {
+		if (w.state == "passed")
+			continue;
+		printf("wave %d\n", w.wave);
+		for (const auto &n : nodes.value())
+			if (n.wave == w.wave)
+				printf("%s %s %lld\n", n.node.c_str(), n.state.c_str(),
+				       static_cast<long long>(n.times.count(n.state) ? n.times.at(n.state) : 0));
+		return kOk;
+	}
+	printf("done\n");
+	return kOk;
+}
+
+int cmd_close_wave(Journal &j, const Args &a)
+{
+	bool found = false;
+	auto c = j.campaign(a.id, &found);
+	auto nodes = j.nodes(a.id);
+	if (!c.ok() || !nodes.ok())
+		return fail(!c.ok() ? c.status() : nodes.status());
+	int total = 0, passed = 0;
+	std::string failed;
+	for (const auto &n : nodes.value()) {
+		if (n.wave != a.wave)
+			continue;
+		total++;
+		if (n.state == "admitted")
+			passed++;
+		else
+			failed += (failed.empty() ? "" : ", ") + n.node + " " +
+			          (n.code.empty() ? n.state : n.code);
+	}
+	if (total == 0)
+		return refuse(strprintf("campaign %s has no wave %d", a.id.c_str(), a.wave));
+	double rate = static_cast<double>(passed) / total;
+	Status st;
+	if (rate + 1e-9 >= c->min_pass) {
+		st = j.set_wave(a.id, a.wave, "passed", now());
+		printf("wave %d passed %d/%d\n", a.wave, passed, total);
+		return st.ok() ? kOk : fail(st);
+	}
+	std::string why = strprintf("paused: wave %d pass rate %d/%d = %.2f < MinWavePassRate %.2f; "
+	                            "not admitted: %s; fix the node(s) and run expand again",
+	                            a.wave, passed, total, rate, c->min_pass, failed.c_str());
+	if (!(st = j.set_wave(a.id, a.wave, "failed", now())).ok() ||
+	    !(st = j.set_campaign(a.id, "paused", why, now())).ok())
+		return fail(st);
+	printf("%s\n", why.c_str());
+	return kBelowRate;
+}
+
+int cmd_pairs(Journal &j, const Args &a)
+{
+	auto nodes = j.nodes(a.id);
+	auto pairs = j.pairs(a.id);
+	if (!nodes.ok() || !pairs.ok())
+		return fail(!nodes.ok() ? nodes.status() : pairs.status());
+	if (pairs->empty()) {
+		std::vector<Member> admitted;
+		for (const auto &n : nodes.value())
+			if (n.state == "admitted")
+				admitted.push_back({n.node, n.rack});
+		for (const auto &p : plan_pairs(admitted)) {
+			Status st = j.add_pair(a.id, p);
+			if (!st.ok())
+				return fail(st);
+		}
+		pairs = j.pairs(a.id);
+		if (!pairs.ok())
+			return fail(pairs.status());
+	}
+	for (const auto &p : pairs.value())
+		if (p.result.empty())
+			printf("%s %s %s %s\n", p.node.c_str(), p.rack.c_str(), p.peer.c_str(),
+			       p.peer_rack.c_str());
+	return kOk;
+}
+
+// "node STATE FEATURES" lines (sinfo -N -h -o '%N %T %b').
+std::map<std::string, std::pair<std::string, std::string>> read_slurm_state(const std::string &p)
+{
+	std::map<std::string, std::pair<std::string, std::string>> out;
+	if (p.empty())
+		return out;
+	auto text = read_file(p);
+	if (!text.ok())
+		return out;
+	size_t pos = 0;
+	const std::string &t = text.value();
+	while (pos < t.size()) {
+		size_t e = t.find('\n', pos);
+		std::string line = t.substr(pos, e == std::string::npos ? std::string::npos : e - pos);
+		pos = e == std::string::npos ? t.size() : e + 1;
+		char n[256], s[256], f[1024];
+		if (sscanf(line.c_str(), "%255s %255s %1023s", n, s, f) == 3)
+			out[n] = {s, f};
+	}
+	return out;
+}
+
+Json campaign_report(Journal &j, const CampaignRow &c, const Args &a,
+                     const std::map<std::string, std::pair<std::string, std::string>> &slurm,
+                     const std::map<std::string, int> &sizes, const std::string &feature)
+{
+	auto nodes = j.nodes(c.id);
+	auto waves = j.waves(c.id);
+	auto events = j.events(c.id);
+	auto pairs = j.pairs(c.id);
+	Json r = Json::object();
+	r.set("id", c.id).set("nodes", c.nodes).set("state", c.state).set("status", c.status);
+	r.set("wave_fraction", c.fraction).set("min_pass_rate", c.min_pass);
+	r.set("boot_timeout_s", c.boot_timeout).set("budget_s", a.budget);
+	if (!nodes.ok() || !waves.ok() || !events.ok() || !pairs.ok()) {
+		r.set("error", "journal unreadable");
+		return r;
+	}
+	int64_t t = now();
+	auto counts = [](const std::vector<const NodeRow *> &list) {
+		Json o = Json::object();
+		std::map<std::string, int> m;
+		for (auto *n : list)
+			m[n->state]++;
+		for (const auto &[s, k] : m)
+			o.set(s.c_str(), k);
+		return o;
+	};
+	std::vector<const NodeRow *> all;
+	std::map<int, std::vector<const NodeRow *>> by_wave;
+	std::map<std::string, std::vector<const NodeRow *>> by_rack;
+	for (const auto &n : nodes.value()) {
+		all.push_back(&n);
+		by_wave[n.wave].push_back(&n);
+		by_rack[n.rack].push_back(&n);
+	}
+	r.set("counts", counts(all));
+	Json wj = Json::array();
+	for (const auto &w : waves.value()) {
+		Json o = Json::object();
+		o.set("wave", w.wave).set("state", w.state).set("counts", counts(by_wave[w.wave]));
+		if (w.opened)
+			o.set("opened", iso(w.opened));
+		if (w.closed)
+			o.set("closed", iso(w.closed));
+		wj.push(o);
+	}
+	r.set("waves", wj);
+	// Most nodes of each rack in reboot/admission at once, from the timeline.
+	std::map<std::string, std::string> rack_of;
+	for (const auto &n : nodes.value())
+		rack_of[n.node] = n.rack;
+	std::map<std::string, int> inflight, peak;
+	std::set<std::string> busy;
+	for (const auto &e : events.value()) {
+		const std::string &rk = rack_of[e.node];
+		bool was = busy.count(e.node) > 0;
+		bool is = e.state == "rebooting" || e.state == "booted" || e.state == "admitting";
+		if (is && !was) {
+			busy.insert(e.node);
+			peak[rk] = std::max(peak[rk], ++inflight[rk]);
+		} else if (!is && was) {
+			busy.erase(e.node);
+			inflight[rk]--;
+		}
+	}
+	Json rj = Json::array();
+	for (const auto &[rack, list] : by_rack) {
+		Json o = Json::object();
+		o.set("rack", rack).set("counts", counts(list)).set("max_in_flight", peak[rack]);
+		auto sz = sizes.find(rack);
+		if (sz != sizes.end())
+			o.set("size", sz->second).set("cap", rack_cap(sz->second, c.fraction));
+		rj.push(o);
+	}
+	r.set("racks", rj);
+	Json nj = Json::array();
+	Json node_block = Json::array(), plat_block = Json::array(), net_block = Json::array();
+	int over = 0;
+	for (const auto &n : nodes.value()) {
+		Json o = Json::object();
+		o.set("node", n.node).set("rack", n.rack).set("wave", n.wave).set("state", n.state);
+		if (!n.code.empty())
+			o.set("code", n.code).set("detail", n.detail);
+		o.set("reboots", n.reboots);
+		Json tl = Json::object();
+		for (int i = 0; kNodeStates[i]; i++) {
+			auto it = n.times.find(kNodeStates[i]);
+			if (it != n.times.end())
+				tl.set(kNodeStates[i], iso(it->second));
+		}
+		o.set("timeline", tl);
+		auto start = n.times.find("rebooting");
+		if (start != n.times.end()) {
+			int64_t end = t;
+			if (final_node_state(n.state) && n.times.count(n.state))
+				end = n.times.at(n.state);
+			o.set("elapsed_s", end - start->second);
+			bool over_budget = end - start->second > a.budget;
+			o.set_bool("over_budget", over_budget);
+			over += over_budget;
+		}
+		nj.push(o);
+		if (n.state != "admitted")
+			node_block.push(n.node + ": " + (n.code.empty() ? n.state : n.code));
+		if (n.code.rfind("PORT_", 0) == 0 || n.code.rfind("PAIR_", 0) == 0)
+			net_block.push(n.node + ": " + n.code);
+		if (!slurm.empty() && n.state == "admitted") {
+			auto s = slurm.find(n.node);
+			std::string why;
+			if (s == slurm.end())
+				why = "not in sinfo";
+			else {
+				std::string st = s->second.first;
+				std::transform(st.begin(), st.end(), st.begin(), ::tolower);
+				if (st.find("drain") != std::string::npos || st.find("down") != std::string::npos ||
+				    st.find("maint") != std::string::npos || st.find("reserved") != std::string::npos ||
+				    st.find("reboot") != std::string::npos || st.find("fail") != std::string::npos)
+					why = "state " + s->second.first;
+				else if (("," + s->second.second + ",").find("," + feature + ",") ==
+				         std::string::npos)
+					why = "feature " + feature + " not active";
+			}
+			if (!why.empty())
+				plat_block.push(n.node + ": " + why);
+		}
+	}
+	r.set("nodes_detail", nj).set("over_budget", over);
+	Json pj = Json::array();
+	std::set<std::string> racks_paired;
+	int ppass = 0, pfail = 0, ppending = 0;
+	for (const auto &p : pairs.value()) {
+		Json o = Json::object();
+		o.set("node", p.node).set("rack", p.rack).set("peer", p.peer).set("peer_rack", p.peer_rack);
+		o.set("result", p.result.empty() ? "pending" : p.result);
+		if (!p.detail.empty())
+			o.set("detail", p.detail);
+		pj.push(o);
+		if (p.result == "pass") {
+			ppass++;
+			racks_paired.insert(p.rack);
+			racks_paired.insert(p.peer_rack);
+		} else if (p.result.empty()) {
+			ppending++;
+		} else {
+			pfail++;
+			net_block.push(p.node + "<->" + p.peer + ": pair " + p.result +
+			               (p.detail.empty() ? "" : " (" + p.detail + ")"));
+		}
+	}
+	r.set("pairs", pj);
+	Json racks_cov = Json::array();
+	for (const auto &rk : racks_paired)
+		racks_cov.push(rk);
+	for (const auto &[rack, _] : by_rack)
+		if (!racks_paired.count(rack) && by_rack.size() > 1)
+			net_block.push("rack " + rack + ": no passing cross-rack pair yet");
+	auto layer = [](Json blocked) {
+		Json o = Json::object();
+		o.set_bool("ok", json_array_size(blocked.get()) == 0);
+		o.set("blocked_by", blocked);
+		return o;
+	};
+	Json layers = Json::object();
+	layers.set("node", layer(node_block));
+	Json net = layer(net_block);
+	net.set("pairs_passed", ppass).set("pairs_failed", pfail).set("pairs_pending", ppending);
+	net.set("racks_covered", racks_cov);
+	layers.set("network", net);
+	if (slurm.empty()) {
+		Json p = Json::object();
+		p.set_null("ok");
+		p.set("note", "no Slurm state given");
+		layers.set("platform", p);
+	} else {
+		layers.set("platform", layer(plat_block));
+	}
+	Json app = Json::object();
+	app.set_null("ok");
+	app.set("note", "not checked by onramp yet (smoke job per rack)");
+	layers.set("application", app);
+	r.set("layers", layers);
+	return r;
+}
+
+void print_text(const Json &r)
+{
+	const json_t *o = r.get();
+	auto s = [&](const json_t *x, const char *k) {
+		const json_t *v = json_object_get(x, k);
+		if (json_is_string(v))
+			return std::string(json_string_value(v));
+		if (json_is_integer(v))
+			return std::to_string(json_integer_value(v));
+		if (json_is_real(v))
+			return strprintf("%g", json_real_value(v));
+		if (json_is_boolean(v))
+			return std::string(json_is_true(v) ? "yes" : "no");
+		if (json_is_null(v))
+			return std::string("n/a");
+		return std::string();
+	};
+	auto counts = [&](const json_t *x) {
+		std::string out;
+		const char *k;
+		json_t *v;
+		json_object_foreach(const_cast<json_t *>(json_object_get(x, "counts")), k, v)
+		    out += strprintf("%s%s=%lld", out.empty() ? "" : " ", k,
+		                     static_cast<long long>(json_integer_value(v)));
+		return out;
+	};
+	printf("campaign %s: %s  nodes %s  fraction %s  min pass %s\n", s(o, "id").c_str(),
+	       s(o, "state").c_str(), s(o, "nodes").c_str(), s(o, "wave_fraction").c_str(),
+	       s(o, "min_pass_rate").c_str());
+	if (!s(o, "status").empty())
+		printf("  status: %s\n", s(o, "status").c_str());
+	printf("  nodes: %s  (over the %ss budget: %s)\n", counts(o).c_str(), s(o, "budget_s").c_str(),
+	       s(o, "over_budget").c_str());
+	size_t i;
+	json_t *x;
+	json_array_foreach(json_object_get(o, "waves"), i, x)
+	    printf("  wave %s %-7s %s\n", s(x, "wave").c_str(), s(x, "state").c_str(), counts(x).c_str());
+	json_array_foreach(json_object_get(o, "racks"), i, x)
+	    printf("  rack %-8s %s  max in flight %s (cap %s)\n", s(x, "rack").c_str(),
+	           counts(x).c_str(), s(x, "max_in_flight").c_str(), s(x, "cap").c_str());
+	printf("  %-10s %-8s %-4s %-12s %-8s %s\n", "NODE", "RACK", "WAVE", "STATE", "ELAPSED",
+	       "CODE / TIMELINE");
+	json_array_foreach(json_object_get(o, "nodes_detail"), i, x)
+	{
+		std::string tl;
+		const char *k;
+		json_t *v;
+		json_object_foreach(json_object_get(x, "timeline"), k, v)
+		    tl += strprintf(" %s@%s", k, json_string_value(v) + 11);
+		std::string el = s(x, "elapsed_s");
+		if (s(x, "over_budget") == "yes")
+			el += "!";
+		printf("  %-10s %-8s %-4s %-12s %-8s %s%s\n", s(x, "node").c_str(), s(x, "rack").c_str(),
+		       s(x, "wave").c_str(), s(x, "state").c_str(), el.empty() ? "-" : el.c_str(),
+		       s(x, "code").empty() ? "" : (s(x, "code") + ":").c_str(), tl.c_str());
+	}
+	json_array_foreach(json_object_get(o, "pairs"), i, x)
+	    printf("  pair %s(%s) <-> %s(%s): %s %s\n", s(x, "node").c_str(), s(x, "rack").c_str(),
+	           s(x, "peer").c_str(), s(x, "peer_rack").c_str(), s(x, "result").c_str(),
+	           s(x, "detail").c_str());
+	const char *k;
+	json_t *l;
+	json_object_foreach(json_object_get(o, "layers"), k, l)
+	{
+		std::string b;
+		size_t j;
+		json_t *y;
+		json_array_foreach(json_object_get(l, "blocked_by"), j, y)
+		    b += (b.empty() ? "" : "; ") + std::string(json_string_value(y));
+		printf("  layer %-11s ok=%s%s%s\n", k, s(l, "ok").c_str(),
+		       b.empty() ? "" : "  blocked by: ", b.empty() ? s(l, "note").c_str() : b.c_str());
+	}
+}
+
+int cmd_status(Journal &j, const Args &a, const Config &cfg)
+{
+	std::vector<CampaignRow> list;
+	if (!a.id.empty()) {
+		bool found = false;
+		auto c = j.campaign(a.id, &found);
+		if (!c.ok())
+			return fail(c.status());
+		if (!found)
+			return refuse("no campaign '" + a.id + "'");
+		list.push_back(c.value());
+	} else {
+		auto all = j.campaigns();
+		if (!all.ok())
+			return fail(all.status());
+		list = all.value();
+	}
+	std::map<std::string, std::string> leaf_of;
+	std::map<std::string, int> sizes;
+	load_racks(a, &leaf_of, &sizes); // optional here: caps shown when readable
+	auto slurm = read_slurm_state(a.slurm_state);
+	Json out = Json::array();
+	for (const auto &c : list)
+		out.push(campaign_report(j, c, a, slurm, sizes, cfg.str("AdmittedFeature")));
+	if (a.json) {
+		Json root = Json::object();
+		root.set("campaigns", out);
+		printf("%s\n", root.dump(true).c_str());
+	} else {
+		if (list.empty())
+			printf("no expansion campaigns\n");
+		size_t i;
+		json_t *x;
+		json_array_foreach(out.get(), i, x) print_text(Json::adopt(json_incref(x)));
+	}
+	return kOk;
+}
+
+int usage(FILE *f)
+{
+	fprintf(f, "usage: onramp-campaign [--conf F] [--db F] [--topology F] "
+	           "plan|wave|node|open-wave|close-wave|pairs|pair-result|finish|status --id ID ...\n"
+	           "see the comment at the top of contrib/tools/onramp-campaign.cpp\n");
+	return f == stdout ? kOk : kRefused;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	log_set_program("onramp-campaign");
+	Args a;
+	a.conf = default_conf_path();
+	for (int i = 1; i < argc; i++) {
+		std::string o = argv[i];
+		auto val = [&]() -> std::string {
+			if (i + 1 >= argc) {
+				log_error("%s needs a value", o.c_str());
+				exit(kRefused);
+			}
+			return argv[++i];
+		};
+		auto num = [&](double *d) {
+			std::string v = val();
+			char *end = nullptr;
+			*d = strtod(v.c_str(), &end);
+			if (v.empty() || *end) {
+				log_error("%s: '%s' is not a number", o.c_str(), v.c_str());
+				exit(kRefused);
+			}
+		};
+		double d;
+		if (o == "--conf")
+			a.conf = val();
+		else if (o == "--db")
+			a.db = val();
+		else if (o == "--topology")
+			a.topology = val();
+		else if (o == "--id")
+			a.id = val();
+		else if (o == "--nodes")
+			a.nodes = val();
+		else if (o == "--node")
+			a.node = val();
+		else if (o == "--state")
+			a.state = val();
+		else if (o == "--code")
+			a.code = val();
+		else if (o == "--detail")
+			a.detail = val();
+		else if (o == "--peer")
+			a.peer = val();
+		else if (o == "--result")
+			a.result = val();
+		else if (o == "--slurm-state")
+			a.slurm_state = val();
+		else if (o == "--fraction")
+			num(&a.fraction);
+		else if (o == "--min-pass")
+			num(&a.min_pass);
+		else if (o == "--boot-timeout")
+			num(&d), a.boot_timeout = static_cast<int64_t>(d);
+		else if (o == "--budget")
+			num(&d), a.budget = static_cast<int64_t>(d);
+		else if (o == "--wave")
+			num(&d), a.wave = static_cast<int>(d);
+		else if (o == "--json")
+			a.json = true;
+		else if (o == "-h" || o == "--help")
+			return usage(stdout);
+		else if (!o.empty() && o[0] == '-')
+			return refuse("unknown option '" + o + "'");
+		else if (a.cmd.empty())
+			a.cmd = o;
+		else
+			return refuse("unexpected argument '" + o + "'");
+	}
+	if (a.cmd.empty())
+		return usage(stderr);
+	if (a.id.empty() && a.cmd != "status")
+		return refuse(a.cmd + ": --id is required");
+	auto cfg = Config::load(a.conf);
+	if (!cfg.ok())
+		return fail(cfg.status());
+	if (a.fraction < 0)
+		a.fraction = cfg->number("MaxWaveFraction");
+	if (a.min_pass < 0)
+		a.min_pass = cfg->number("MinWavePassRate");
+	if (a.db.empty()) {
+		std::string dir = cfg->str("StateDir");
+		Status st = make_dirs(dir, 0755);
+		if (!st.ok())
+			return fail(st);
+		a.db = dir + "/onramp.db";
+	}
+	auto jr = Journal::open(a.db);
+	if (!jr.ok())
+		return fail(jr.status());
+	Journal &j = *jr.value();
+	Status st;
+	if (a.cmd == "plan")
+		return cmd_plan(j, a);
+	if (a.cmd == "wave")
+		return cmd_wave(j, a);
+	if (a.cmd == "node") {
+		if (a.node.empty() || a.state.empty())
+			return refuse("node: --node and --state are required");
+		st = j.set_node(a.id, a.node, a.state, a.code, a.detail, now());
+	} else if (a.cmd == "open-wave") {
+		st = j.set_wave(a.id, a.wave, "open", now());
+	} else if (a.cmd == "close-wave") {
+		return cmd_close_wave(j, a);
+	} else if (a.cmd == "pairs") {
+		return cmd_pairs(j, a);
+	} else if (a.cmd == "pair-result") {
+		if (a.result != "pass" && a.result != "fail" && a.result != "inconclusive")
+			return refuse("pair-result: --result must be pass, fail or inconclusive");
+		st = j.set_pair(a.id, a.node, a.peer, a.result, a.detail, now());
+	} else if (a.cmd == "finish") {
+		st = j.set_campaign(a.id, "done", a.detail.empty() ? "done" : a.detail, now());
+	} else if (a.cmd == "status") {
+		return cmd_status(j, a, cfg.value());
+	} else {
+		return refuse("unknown command '" + a.cmd + "'");
+	}
+	return st.ok() ? kOk : fail(st);
+}
