@@ -65,6 +65,8 @@ const std::vector<KeySpec> &config_schema()
 	     "the rewire plan (JSON, onramp-rewire(5)) that topology/onramp and job_submit/onramp follow"},
 	    {"RewireSwitchesWait", KeyType::Duration, "600", nullptr, 0, 86400,
 	     "during a rewire window, the longest --switches wait a multi-node job gets"},
+	    {"MetricsListen", KeyType::String, "127.0.0.1:9810", nullptr, 0, 0,
+	     "where onramp-metrics serve listens (ADDR:PORT; loopback by default)"},
 	    {"DebugFlags", KeyType::String, nullptr, nullptr, 0, 0,
 	     "comma-separated onramp debug flags (e.g. submit)"},
 	};

@@ -1,0 +1,134 @@
+#!/usr/bin/env bats
+# Observability: onramp-metrics' node textfiles and controller exporter,
+# promtool on the output and the rules, a real Prometheus server scraping
+# the exporter during an admission, and bad inputs that must not take the
+# exporter down.
+
+bats_require_minimum_version 1.5.0
+load helpers
+load admission_helpers
+
+METRICS=$ONRAMP_REPO/contrib/tools/onramp-metrics
+RULES=$ONRAMP_REPO/contrib/prometheus
+
+setup() {
+	require_cluster
+}
+
+teardown() {
+	# Whatever a test started in the background ends with it.
+	if [[ -f $BATS_TEST_TMPDIR/pids ]]; then
+		kill $(cat "$BATS_TEST_TMPDIR/pids") 2>/dev/null || true
+	fi
+}
+
+# node_textfiles DIR: every node's textfile, as a node_exporter site would
+# write them (e.g. from cron or the epilog).
+node_textfiles() {
+	local n
+	mkdir -p "$1"
+	for n in $(expand_hostlist "node[1-$ONRAMP_CLUSTER_NODES]"); do
+		"$METRICS" node --node "$n" --textfile-dir "$1"
+	done
+}
+
+@test "node and controller metrics follow Prometheus conventions (promtool check metrics)" {
+	run "$METRICS" node --node node1
+	[ "$status" -eq 0 ]
+	[[ $output == *'onramp_node_admitted{node="node1"} 1'* ]]
+	[[ $output == *'onramp_check_value{node="node1",check="nccl_allreduce",unit="bytes_per_second"}'* ]]
+	echo "$output" | promtool check metrics
+	run "$METRICS" controller
+	[ "$status" -eq 0 ]
+	# Every node is counted in exactly one state.
+	[ "$(echo "$output" | sed -n 's/^onramp_nodes{state="[a-z_]*"} //p' | paste -sd+ - | bc)" -eq "$ONRAMP_CLUSTER_NODES" ]
+	echo "$output" | promtool check metrics
+}
+
+@test "the alert rules load and their unit tests pass (promtool check/test rules)" {
+	run promtool check rules "$RULES/onramp-rules.yml"
+	[ "$status" -eq 0 ]
+	run promtool test rules "$RULES/onramp-rules.test.yml"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == *SUCCESS* ]]
+}
+
+@test "a real Prometheus server scrapes the exporter and sees an admission failure" {
+	local dir=$BATS_TEST_TMPDIR/prom exporter prom port=19810 pport=19090
+	mkdir -p "$dir/text" "$dir/data"
+	node_textfiles "$dir/text"
+	# (fd 3 closed: background daemons must not hold bats' output open)
+	"$METRICS" serve --listen "127.0.0.1:$port" --textfile-dir "$dir/text" 2>"$dir/exporter.log" 3>&- &
+	exporter=$!
+	cat >"$dir/prometheus.yml" <<EOC
+global: {scrape_interval: 1s, evaluation_interval: 1s}
+rule_files: ["$RULES/onramp-rules.yml"]
+scrape_configs:
+  - job_name: onramp
+    static_configs: [{targets: ["127.0.0.1:$port"]}]
+EOC
+	prometheus --config.file="$dir/prometheus.yml" --storage.tsdb.path="$dir/data" \
+		--web.listen-address="127.0.0.1:$pport" >"$dir/prometheus.log" 2>&1 3>&- &
+	prom=$!
+	echo "$prom $exporter" >"$BATS_TEST_TMPDIR/pids"
+	sleep 1
+	kill -0 "$exporter" || { cat "$dir/exporter.log" >&2; false; }
+	kill -0 "$prom" || { tail "$dir/prometheus.log" >&2; false; }
+	q() { curl -sf "http://127.0.0.1:$pport/api/v1/query" --data-urlencode "query=$1"; }
+	has() { q "$1" | grep -q "\"value\":\[[0-9.]*,\"$2\"\]"; }
+	present() { q "$1" | grep -q '"result":\[{'; }
+	local admitted
+	admitted=$("$METRICS" controller | sed -n 's/^onramp_nodes{state="admitted"} //p')
+	wait_for 60 "Prometheus to scrape the exporter" has 'onramp_nodes{state="admitted"}' "$admitted"
+	# An admission that fails on node6 (simulated low NCCL bandwidth).
+	set_profile node6 low-nccl
+	run "$ONRAMPCTL" admit node6
+	[ "$status" -eq 1 ]
+	node_textfiles "$dir/text"
+	wait_for 30 "the failure in Prometheus" present 'onramp_nodes{state="drained_by_onramp"} >= 1'
+	wait_for 30 "node6's FAIL record" has 'onramp_node_admission_status{node="node6",status="FAIL"}' 1
+	wait_for 30 "node6's NCCL busbw" has 'onramp_nccl_allreduce_busbw_bytes_per_second{node="node6"}' 301200000000
+	has 'onramp_nccl_allreduce_threshold_bytes_per_second{node="node6"}' 387900000000
+	has 'onramp_node_admitted{node="node6"}' 0
+	has 'onramp_node_leaf{node="node6"}' 1
+	kill "$prom" "$exporter"
+	wait "$prom" "$exporter" 2>/dev/null || true
+	restore_nodes node6
+}
+
+@test "missing, unreadable and garbage inputs: the metrics say what they could not read and keep going" {
+	local root=$BATS_TEST_TMPDIR/sysfs p dir=$BATS_TEST_TMPDIR/text exporter port=19811
+	p=$root/sys/class/infiniband/mlx5_0/ports/1
+	mkdir -p "$p/counters" "$p/hw_counters"
+	echo "4: ACTIVE" >"$p/state"
+	echo "5: LinkUp" >"$p/phys_state"
+	echo "400 Gb/sec (4X NDR)" >"$p/rate"
+	echo "garbage" >"$p/counters/port_xmit_data"
+	echo "18446744073709551615" >"$p/counters/link_downed"
+	echo "12" >"$p/hw_counters/rx_pause_ctrl_phy"
+	run --separate-stderr "$METRICS" node --node node1 --sysfs-root "$root"
+	[ "$status" -eq 0 ]
+	echo "$output" | promtool check metrics
+	[[ $output == *'onramp_ib_port_up{node="node1",device="mlx5_0",port="1"} 1'* ]]
+	[[ $output == *'onramp_ib_port_rate_bytes_per_second{node="node1",device="mlx5_0",port="1"} 5e+10'* ]]
+	[[ $output == *'onramp_ib_port_link_downed_total{node="node1",device="mlx5_0",port="1"} 1.8446744073709552e+19'* ]]
+	[[ $output == *'onramp_ib_port_pause_frames_total{node="node1",device="mlx5_0",port="1",counter="rx_pause_ctrl_phy"} 12'* ]]
+	[[ $output == *"onramp_metrics_read_errors{node=\"node1\",source=\"$p/counters/port_xmit_data\"} 1"* ]]
+	[[ $output == *"onramp_metrics_read_errors{node=\"node1\",source=\"$p/counters/port_rcv_data\"} 1"* ]]
+	[[ $stderr == *"port_xmit_data: not a counter: 'garbage'"* ]]
+	# The exporter survives a malformed textfile and a missing onramp.conf key source.
+	mkdir -p "$dir"
+	printf 'onramp_orphan_sample 1\n' >"$dir/bad.prom"
+	"$METRICS" serve --listen "127.0.0.1:$port" --textfile-dir "$dir" 2>/dev/null 3>&- &
+	exporter=$!
+	echo "$exporter" >"$BATS_TEST_TMPDIR/pids"
+	wait_for 10 "the exporter" curl -sf "http://127.0.0.1:$port/metrics" -o /dev/null
+	run curl -sf "http://127.0.0.1:$port/metrics"
+	[ "$status" -eq 0 ]
+	[[ $output == *"onramp_metrics_read_errors{source=\"$dir/bad.prom\"} 1"* ]]
+	run curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/other"
+	[ "$output" = 404 ]
+	kill -0 "$exporter"
+	kill "$exporter"
+}
