@@ -421,5 +421,50 @@ Result<Manifest> latest(const std::string &dir, std::vector<std::string> *skippe
 	return Status::Error(dir + ": no verified checkpoint generation");
 }
 
+Status mark_resumed(const std::string &dir, const Resumed &r)
+{
+	Json j = Json::object();
+	j.set("generation", static_cast<int64_t>(r.generation));
+	j.set("step", r.step);
+	j.set("restart_count", r.restart_count);
+	j.set("time_ms", r.time_ms ? r.time_ms : now_ms());
+	return write_file_atomic(dir + "/resumed.json", j.dump() + "\n");
+}
+
+Result<Resumed> read_resumed(const std::string &dir)
+{
+	std::string path = dir + "/resumed.json";
+	auto j = json_load_file(path);
+	if (!j.ok())
+		return j.status();
+	JsonReader r(path);
+	Resumed out;
+	if (!r.expect_object(j->get(), ""))
+		return r.status();
+	out.generation = static_cast<uint64_t>(r.integer(j->get(), "", "generation"));
+	out.step = r.integer(j->get(), "", "step");
+	out.restart_count = r.integer_or(j->get(), "", "restart_count", 0);
+	out.time_ms = r.integer_or(j->get(), "", "time_ms", 0);
+	if (r.failed())
+		return r.status();
+	return out;
+}
+
+Status split_manifest_path(const std::string &path, std::string *dir, uint64_t *generation)
+{
+	std::string p = path;
+	std::string suffix = std::string("/") + kManifestName;
+	if (p.size() <= suffix.size() || p.compare(p.size() - suffix.size(), suffix.size(), suffix))
+		return Status::Error("'" + path + "' does not end in /" + kManifestName);
+	p.resize(p.size() - suffix.size());
+	size_t slash = p.rfind('/');
+	std::string g = slash == std::string::npos ? p : p.substr(slash + 1);
+	if (g.empty() || g.size() > 18 || g.find_first_not_of("0123456789") != std::string::npos)
+		return Status::Error("'" + path + "': '" + g + "' is not a generation number");
+	*generation = strtoull(g.c_str(), nullptr, 10);
+	*dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : p.substr(0, slash));
+	return Status::Ok();
+}
+
 } // namespace ckpt
 } // namespace onramp

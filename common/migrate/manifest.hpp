@@ -87,5 +87,20 @@ Result<Manifest> read_manifest(const std::string &dir, uint64_t generation);
 Result<Manifest> latest(const std::string &dir, std::vector<std::string> *skipped = nullptr,
                         unsigned threads = 0);
 
+// A resumed job states which generation it resumed from: <dir>/resumed.json
+// {"generation": G, "step": S, "restart_count": N, "time_ms": T}, written
+// crash-safely. onrampctl migrate confirms a migration with it.
+struct Resumed {
+	uint64_t generation = 0;
+	int64_t step = 0;
+	int64_t restart_count = 0;
+	int64_t time_ms = 0;
+};
+Status mark_resumed(const std::string &dir, const Resumed &r);
+Result<Resumed> read_resumed(const std::string &dir);
+// Resolve a manifest path ("<dir>/<generation>/manifest.json") into dir
+// and generation.
+Status split_manifest_path(const std::string &path, std::string *dir, uint64_t *generation);
+
 } // namespace ckpt
 } // namespace onramp
