@@ -6,7 +6,11 @@
 // continues the exact loss trajectory of an uninterrupted one.
 //
 //   onramp-trainer [--steps N] [--seed S] [--step-ms MS] [--ckpt-every N]
-//                  [--loss-log FILE] [--ignore-signal]
+//                  [--loss-log FILE] [--ignore-signal] [--test-corrupt-shard]
+//
+// --ignore-signal ignores the warning signal; --test-corrupt-shard flips a
+// byte of weights.bin after committing the checkpoint taken on the signal
+// (a test double for a disk that corrupts data after the write).
 //
 // Environment:
 //   ONRAMP_CKPT_DIR         checkpoint directory (required)
@@ -209,7 +213,7 @@ int main(int argc, char **argv)
 	log_set_program("onramp-trainer");
 	int64_t steps = 100000, step_ms = 0, ckpt_every = 0;
 	uint64_t seed = 1;
-	bool ignore_signal = false;
+	bool ignore_signal = false, corrupt = false;
 	const char *d = getenv("ONRAMP_CKPT_DIR");
 	std::string dir = d ? d : "", loss_log;
 	for (int i = 1; i < argc; i++) {
@@ -233,6 +237,8 @@ int main(int argc, char **argv)
 			loss_log = argv[++i];
 		else if (a == "--ignore-signal")
 			ignore_signal = true;
+		else if (a == "--test-corrupt-shard")
+			corrupt = true;
 		else {
 			log_error("unknown argument '%s'", a.c_str());
 			return 2;
@@ -319,6 +325,17 @@ int main(int argc, char **argv)
 				         static_cast<unsigned long long>(gen),
 				         static_cast<long long>(step),
 				         g_signalled ? " (signalled); exiting for requeue" : "");
+			}
+			if (g_signalled && corrupt && gen) {
+				std::string f = ckpt::generation_dir(dir, gen) + "/weights.bin";
+				FILE *cf = fopen(f.c_str(), "r+b");
+				if (cf) {
+					int c = fgetc(cf);
+					fseek(cf, 0, SEEK_SET);
+					fputc(c ^ 0xff, cf);
+					fclose(cf);
+					log_warn("test: corrupted %s", f.c_str());
+				}
 			}
 			if (g_signalled) {
 				fclose(lf);
