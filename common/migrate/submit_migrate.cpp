@@ -103,10 +103,17 @@ Status parse_signal_spec(const std::string &spec, int *sig, int *seconds)
 
 std::string spank_value(const std::vector<std::string> &env, const char *name)
 {
-	std::string prefix = std::string(name) + "=";
-	for (const auto &e : env)
-		if (e.compare(0, prefix.size(), prefix) == 0)
-			return e.substr(prefix.size());
+	// The job_submit plugin sees SPANK's job control environment as the
+	// plugin set it ("ONRAMP_CHECKPOINT_DIR=..."); prolog, epilog and the
+	// job see it with a "SPANK_" prefix. Either spelling counts.
+	std::string full = std::string(name) + "=";
+	std::string bare = full.compare(0, 6, "SPANK_") == 0 ? full.substr(6) : full;
+	for (const auto &e : env) {
+		if (e.compare(0, full.size(), full) == 0)
+			return e.substr(full.size());
+		if (e.compare(0, bare.size(), bare) == 0)
+			return e.substr(bare.size());
+	}
 	return "";
 }
 

@@ -37,6 +37,7 @@
 #include <spawn.h>
 #include <sqlite3.h>
 #include <string>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <thread>
@@ -470,6 +471,7 @@ public:
 
 	// Drive m from its journaled state to DONE or ABORTED.
 	bool drive(Migration &m);
+	bool drive_locked(Migration &m);
 
 private:
 	Status fail_abort(Migration &m, const std::string &why);
@@ -516,6 +518,30 @@ Status Migrator::fail_abort(Migration &m, const std::string &why)
 }
 
 bool Migrator::drive(Migration &m)
+{
+	// One driver per migration: a --resume next to a live run skips it.
+	std::string lockdir = cfg_.str("StateDir") + "/locks";
+	(void)make_dirs(lockdir, 0700);
+	std::string lockpath = strprintf("%s/migrate.%u.lock", lockdir.c_str(), m.job);
+	int lfd = open(lockpath.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (lfd < 0 || flock(lfd, LOCK_EX | LOCK_NB) != 0) {
+		m.error = strprintf("migration %lld is being driven by another onrampctl; skipped",
+		                    static_cast<long long>(m.id));
+		log_warn("job %u: %s", m.job, m.error.c_str());
+		if (lfd >= 0)
+			close(lfd);
+		return false;
+	}
+	// Re-read the row: the state may have moved on since it was listed.
+	for (const auto &a : active())
+		if (a.id == m.id)
+			m = a;
+	bool ok = drive_locked(m);
+	close(lfd);
+	return ok;
+}
+
+bool Migrator::drive_locked(Migration &m)
 {
 	const std::string jid = std::to_string(m.job);
 	auto aborted = [&](const std::string &why) {

@@ -45,6 +45,12 @@ static void opted_in_jobs_become_migratable(void **)
 	assert_int_equal(*d.warn_signal, SIGUSR1);
 	assert_int_equal(*d.warn_time, 90);
 	assert_string_equal(d.comment_append.c_str(), "onramp:ckpt=/scratch/u/run1");
+	// As spank_job_control_setenv() stores it (no SPANK_ prefix).
+	JobView b;
+	b.spank_env = {"ONRAMP_CHECKPOINT_DIR=/scratch/u/run2"};
+	d = decide_submit(st, b);
+	assert_string_equal(d.comment_append.c_str(), "onramp:ckpt=/scratch/u/run2");
+	assert_true(*d.requeue == 1);
 }
 
 static void other_jobs_are_left_alone(void **)
