@@ -53,17 +53,28 @@ teardown() {
 	done
 }
 
+spank_loaded() {
+	grep -q spank_onramp "$ONRAMP_CLUSTER_DIR/etc/plugstack.conf" 2>/dev/null
+}
+
 # trainer_job NAME [TRAINER ARGS...]: a trainer job of the test user on one
 # rack1 node, checkpoint directory $ONRAMP_JOBS_DIR/NAME.ckpt; prints its id.
+# It opts in with spank/onramp's --checkpoint-dir when the cluster loads it,
+# else through MigratePartitions and --comment=onramp:ckpt=DIR.
 trainer_job() {
 	local name=$1 dir
 	shift
 	dir=$ONRAMP_JOBS_DIR/$name.ckpt
 	rm -rf "$dir"
 	as_user mkdir -p "$dir"
-	as_user sbatch --parsable -p batch -N1 --constraint=rack1 -J "$name" -o "$name.out" \
-		--comment="onramp:ckpt=$dir" \
-		--wrap "ONRAMP_CKPT_DIR=$dir exec $TRAINER --step-ms 20 $*"
+	if spank_loaded; then
+		as_user sbatch --parsable -N1 --constraint=rack1 -J "$name" -o "$name.out" \
+			--checkpoint-dir="$dir" --wrap "exec $TRAINER --step-ms 20 $*"
+	else
+		as_user sbatch --parsable -p batch -N1 --constraint=rack1 -J "$name" -o "$name.out" \
+			--comment="onramp:ckpt=$dir" \
+			--wrap "ONRAMP_CKPT_DIR=$dir exec $TRAINER --step-ms 20 $*"
+	fi
 }
 
 running_on_rack() {
@@ -81,13 +92,41 @@ loss_lines() {
 
 json_num() { sed -n "s/.*\"$2\": *\([0-9]*\).*/\1/p" "$1" | head -1; }
 
-@test "opted-in jobs are made requeueable with the migration warning signal" {
-	local job
-	job=$(trainer_job opt --steps 100)
+@test "jobs of a MigratePartitions partition are made requeueable with the migration warning signal" {
+	local job off
+	off=$(log_offset "$ONRAMP_CTLD_LOG")
+	job=$(as_user sbatch --parsable -p batch --no-requeue -o /dev/null --wrap true 2>&1) || true
+	[[ $job == *"must be requeueable"* ]]
+	job=$(as_user sbatch --parsable -p batch -o /dev/null --comment=onramp:ckpt=/nonexistent --wrap "sleep 1")
 	JOBS+=("$job")
 	[ "$(job_field "$job" Requeue)" = 1 ]
-	grep -q "job_submit/onramp: job 0: migratable (partition)" "$ONRAMP_CTLD_LOG"
-	scontrol show job "$job" | grep -q "Comment=onramp:ckpt="
+	log_since_has "$ONRAMP_CTLD_LOG" "$off" "job_submit/onramp: job 0: migratable \\(partition\\): requeue, append, signal 12@120"
+	# Not opted in: left alone.
+	off=$(log_offset "$ONRAMP_CTLD_LOG")
+	job=$(as_user sbatch --parsable -o /dev/null --wrap true)
+	JOBS+=("$job")
+	run log_since_has "$ONRAMP_CTLD_LOG" "$off" "migratable"
+	[ "$status" -ne 0 ]
+}
+
+@test "spank/onramp: --checkpoint-dir opts a job in and hands the job its checkpoint environment" {
+	[[ -e $(cluster_param PLUGIN_DIR)/spank_onramp.so ]] || skip "spank_onramp.so not built"
+	grep -q spank_onramp "$ONRAMP_CLUSTER_DIR/etc/plugstack.conf" 2>/dev/null ||
+		skip "cluster started without plugstack.conf"
+	local dir=$ONRAMP_JOBS_DIR/spank.ckpt job
+	run as_user sbatch --checkpoint-dir=relative --wrap true
+	[ "$status" -ne 0 ]
+	run as_user sbatch --checkpoint-dir=/x --checkpoint-signal=KILL --wrap true
+	[ "$status" -ne 0 ]
+	job=$(as_user sbatch --parsable -o spank.out --checkpoint-dir="$dir" \
+		--checkpoint-signal=USR1@90 --wrap 'env | grep ^ONRAMP_ | sort')
+	JOBS+=("$job")
+	submit_wait "$job" COMPLETED 60
+	scontrol show job "$job" | grep -q "Comment=onramp:ckpt=$dir"
+	[ "$(job_field "$job" Requeue)" = 1 ]
+	grep -qx "ONRAMP_CKPT_DIR=$dir" "$ONRAMP_JOBS_DIR/spank.out"
+	grep -qx "ONRAMP_CKPT_SIGNAL=USR1@90" "$ONRAMP_JOBS_DIR/spank.out"
+	grep -qx "ONRAMP_RESTART_COUNT=0" "$ONRAMP_JOBS_DIR/spank.out"
 }
 
 @test "trainer jobs move from rack1 to rack2: same job id, resumed at the checkpointed step, loss continues" {

@@ -83,7 +83,9 @@ static int _opt_signal(int val, const char *optarg, int remote)
 	return 0;
 }
 
-struct spank_option spank_options[] = {
+/* Registered from slurm_spank_init: a static spank_options table is not
+ * read in allocator context (sbatch, salloc). */
+static struct spank_option onramp_options[] = {
 	{"checkpoint-dir", "DIR",
 	 "checkpoint directory (onramp-checkpoint(7)); makes the job migratable", 1, 0,
 	 _opt_dir},
@@ -91,6 +93,18 @@ struct spank_option spank_options[] = {
 	 "signal asking the job to checkpoint (default from onramp.conf MigrateSignal)", 1, 0,
 	 _opt_signal},
 	SPANK_OPTIONS_TABLE_END};
+
+int slurm_spank_init(spank_t sp, int ac, char **av)
+{
+	(void)ac;
+	(void)av;
+	for (struct spank_option *o = onramp_options; o->name; o++)
+		if (spank_option_register(sp, o) != ESPANK_SUCCESS) {
+			slurm_error("spank/onramp: cannot register --%s", o->name);
+			return -1;
+		}
+	return 0;
+}
 
 /* Allocator: hand the options to the controller (job_submit/onramp). */
 int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
