@@ -421,6 +421,69 @@ Result<Manifest> latest(const std::string &dir, std::vector<std::string> *skippe
 	return Status::Error(dir + ": no verified checkpoint generation");
 }
 
+namespace {
+
+Status remove_tree(const std::string &path)
+{
+	struct stat sb;
+	if (lstat(path.c_str(), &sb) != 0)
+		return Status::Error(strprintf("%s: %s", path.c_str(), strerror(errno)));
+	if (S_ISDIR(sb.st_mode)) {
+		DIR *d = opendir(path.c_str());
+		if (!d)
+			return Status::Error(strprintf("%s: %s", path.c_str(), strerror(errno)));
+		std::vector<std::string> names;
+		while (struct dirent *e = readdir(d))
+			if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+				names.push_back(e->d_name);
+		closedir(d);
+		for (const auto &n : names) {
+			Status st = remove_tree(path + "/" + n);
+			if (!st.ok())
+				return st;
+		}
+		if (rmdir(path.c_str()) != 0)
+			return Status::Error(strprintf("%s: %s", path.c_str(), strerror(errno)));
+		return Status::Ok();
+	}
+	if (unlink(path.c_str()) != 0)
+		return Status::Error(strprintf("%s: %s", path.c_str(), strerror(errno)));
+	return Status::Ok();
+}
+
+} // namespace
+
+Result<std::vector<uint64_t>> prune(const std::string &dir, int64_t keep_seconds, int64_t now_ms,
+                                    unsigned threads)
+{
+	auto newest = latest(dir, nullptr, threads);
+	std::vector<uint64_t> removed;
+	if (!newest.ok())
+		return removed; // nothing verified: keep everything
+	int64_t cutoff = now_ms - keep_seconds * 1000;
+	for (uint64_t g : list_generations(dir)) {
+		if (g >= newest->generation)
+			continue;
+		std::string gdir = generation_dir(dir, g);
+		struct stat sb;
+		if (lstat(gdir.c_str(), &sb) != 0 || !S_ISDIR(sb.st_mode))
+			continue;
+		int64_t t = static_cast<int64_t>(sb.st_mtime) * 1000;
+		auto m = read_manifest(dir, g);
+		if (m.ok())
+			t = m->time_ms;
+		if (t >= cutoff)
+			continue;
+		Status st = remove_tree(gdir);
+		if (!st.ok())
+			return st;
+		removed.push_back(g);
+	}
+	if (!removed.empty())
+		(void)fsync_dir(dir);
+	return removed;
+}
+
 Status mark_resumed(const std::string &dir, const Resumed &r)
 {
 	Json j = Json::object();

@@ -87,6 +87,15 @@ Result<Manifest> read_manifest(const std::string &dir, uint64_t generation);
 Result<Manifest> latest(const std::string &dir, std::vector<std::string> *skipped = nullptr,
                         unsigned threads = 0);
 
+// Retention (RollbackWindow): remove generations whose manifest is older
+// than keep_seconds before now_ms, and uncommitted or unreadable ones whose
+// directory is that old, but never the newest generation that verifies nor
+// anything newer than it. Symlinks are never followed. Returns the removed
+// generations. Meant for the job itself (onramp-ckpt prune), never for root
+// in a user's directory.
+Result<std::vector<uint64_t>> prune(const std::string &dir, int64_t keep_seconds,
+                                    int64_t now_ms, unsigned threads = 0);
+
 // A resumed job states which generation it resumed from: <dir>/resumed.json
 // {"generation": G, "step": S, "restart_count": N, "time_ms": T}, written
 // crash-safely. onrampctl migrate confirms a migration with it.

@@ -19,6 +19,9 @@
 //   ONRAMP_RESUME_MANIFEST  resume from this manifest (else the newest
 //                           verified generation of ONRAMP_CKPT_DIR)
 //   SLURM_RESTART_COUNT     recorded in resumed.json
+//   ONRAMP_CKPT_KEEP        retention in seconds (default 7200, the default
+//                           RollbackWindow): older generations are pruned
+//                           after each checkpoint, never the newest verified
 //
 // Loss log (default $ONRAMP_CKPT_DIR/loss.log), appended, one line per step:
 //   "<step> <loss>\n"   step from 1, loss the mean log-loss over the whole
@@ -321,6 +324,9 @@ int main(int argc, char **argv)
 				if (g_signalled)
 					return 1;
 			} else {
+				const char *k = getenv("ONRAMP_CKPT_KEEP");
+				(void)ckpt::prune(dir, k ? atoll(k) : 7200,
+				                  static_cast<int64_t>(time(nullptr)) * 1000);
 				log_info("checkpoint generation %llu at step %lld%s",
 				         static_cast<unsigned long long>(gen),
 				         static_cast<long long>(step),

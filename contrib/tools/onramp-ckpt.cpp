@@ -5,6 +5,7 @@
 //   onramp-ckpt commit [--dir DIR] [--generation G] --step N SHARD...
 //   onramp-ckpt verify [--dir DIR] [--threads N] [GENERATION]
 //   onramp-ckpt latest [--dir DIR] [--threads N]      print "GENERATION STEP MANIFEST"
+//   onramp-ckpt prune  [--dir DIR] [--keep DURATION]  retention (default: RollbackWindow)
 // DIR defaults to $ONRAMP_CKPT_DIR. commit without --generation commits the
 // newest generation directory that has no manifest yet. Exit 0 ok, 1 the
 // checkpoint is bad or missing, 2 bad usage.
@@ -17,7 +18,10 @@
 #include <sys/stat.h>
 #include <vector>
 
+#include <chrono>
+
 #include "atomic_file.hpp"
+#include "config.hpp"
 #include "log.hpp"
 #include "migrate/manifest.hpp"
 
@@ -29,6 +33,7 @@ static int usage(FILE *f)
 	           "       onramp-ckpt commit [--dir DIR] [--generation G] --step N SHARD...\n"
 	           "       onramp-ckpt verify [--dir DIR] [--threads N] [GENERATION]\n"
 	           "       onramp-ckpt latest [--dir DIR] [--threads N]\n"
+	           "       onramp-ckpt prune [--dir DIR] [--keep DURATION]\n"
 	           "DIR defaults to $ONRAMP_CKPT_DIR.\n");
 	return f == stdout ? 0 : 2;
 }
@@ -58,6 +63,7 @@ int main(int argc, char **argv)
 	std::string dir = env ? env : "";
 	uint64_t gen = 0, step = 0, threads = 0;
 	bool have_gen = false, have_step = false;
+	int64_t keep = -1;
 	std::vector<std::string> args;
 	for (int i = 2; i < argc; i++) {
 		std::string a = argv[i];
@@ -82,6 +88,13 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			have_step = true;
+		} else if (a == "--keep") {
+			auto d = parse_duration(value("--keep"));
+			if (!d.ok()) {
+				log_error("--keep: %s", d.status().message().c_str());
+				return 2;
+			}
+			keep = d.value();
 		} else if (a == "--threads") {
 			if (!parse_u64(value("--threads"), &threads) || threads > 1024) {
 				log_error("--threads needs a number up to 1024");
@@ -177,6 +190,23 @@ int main(int argc, char **argv)
 		printf("%llu %lld %s\n", static_cast<unsigned long long>(m->generation),
 		       static_cast<long long>(m->step),
 		       ckpt::manifest_path(dir, m->generation).c_str());
+		return 0;
+	}
+	if (cmd == "prune") {
+		if (keep < 0) {
+			auto cfg = Config::load(default_conf_path());
+			keep = cfg.ok() ? cfg->seconds("RollbackWindow") : 7200;
+		}
+		auto r = ckpt::prune(dir, keep, std::chrono::duration_cast<std::chrono::milliseconds>(
+		                                    std::chrono::system_clock::now().time_since_epoch())
+		                                    .count(),
+		                     th);
+		if (!r.ok()) {
+			log_error("%s", r.status().message().c_str());
+			return 1;
+		}
+		for (uint64_t g : r.value())
+			printf("removed generation %llu\n", static_cast<unsigned long long>(g));
 		return 0;
 	}
 	log_error("unknown command '%s'", cmd.c_str());

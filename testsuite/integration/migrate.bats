@@ -163,6 +163,28 @@ json_num() { sed -n "s/.*\"$2\": *\([0-9]*\).*/\1/p" "$1" | head -1; }
 	"$CTL" migrate --status "$a" | grep -q " DONE "
 }
 
+@test "rollback sends a migrated job back to its source node, losing no step" {
+	local job src
+	job=$(trainer_job rb --steps 1000000)
+	JOBS+=("$job")
+	submit_wait "$job" RUNNING 60
+	wait_for 60 "50 training steps" loss_lines rb 50
+	src=$(job_field "$job" NodeList)
+	run "$CTL" migrate --jobs "$job" --to rack2
+	[ "$status" -eq 0 ]
+	running_on_rack "$job" rack2
+	local first
+	first=$(json_num "$ONRAMP_JOBS_DIR/rb.ckpt/resumed.json" step)
+	run "$CTL" rollback "$job"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(job_field "$job" NodeList)" = "$src" ]
+	[ "$(job_field "$job" Restarts)" = 2 ]
+	# Resumed from a checkpoint taken on rack2, after the first move.
+	[ "$(json_num "$ONRAMP_JOBS_DIR/rb.ckpt/resumed.json" step)" -gt "$first" ]
+	[ "$(json_num "$ONRAMP_JOBS_DIR/rb.ckpt/resumed.json" restart_count)" = 2 ]
+}
+
 @test "a job that ignores the signal: migration aborted, still running on rack1, drain undone" {
 	local job node
 	job=$(trainer_job ign --steps 1000000 --ignore-signal)

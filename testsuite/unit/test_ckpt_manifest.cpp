@@ -166,6 +166,37 @@ static void latest_picks_the_newest_verified(void **)
 	assert_int_equal(ckpt::next_generation(dir), 12);
 }
 
+static void prune_keeps_the_newest_verified(void **)
+{
+	std::string dir = unit_tmpdir();
+	make_gen(dir, 1, 100);
+	make_gen(dir, 2, 200);
+	make_gen(dir, 3, 300);
+	put(dir, 3, "a.bin", "torn"); // the newest does not verify
+	// Everything is "old" an hour from now: 1 goes, 2 (newest verified)
+	// and 3 (newer than it) stay.
+	int64_t later = ckpt::read_manifest(dir, 3)->time_ms + 3600 * 1000;
+	auto r = ckpt::prune(dir, 60, later);
+	assert_true(r.ok());
+	assert_int_equal(r->size(), 1);
+	assert_int_equal(r->at(0), 1);
+	assert_int_equal(access((dir + "/1").c_str(), F_OK), -1);
+	assert_int_equal(ckpt::latest(dir)->generation, 2);
+	// Inside the window nothing goes.
+	make_gen(dir, 4, 400);
+	r = ckpt::prune(dir, 7200, later);
+	assert_true(r.ok());
+	assert_int_equal(r->size(), 0);
+	// A symlinked generation directory is not followed nor removed.
+	std::string outside = unit_tmpdir();
+	assert_true(write_file_atomic(outside + "/keep", "k").ok());
+	assert_int_equal(symlink(outside.c_str(), (dir + "/0").c_str()), 0);
+	r = ckpt::prune(dir, 0, later + 3600 * 1000);
+	assert_true(r.ok());
+	assert_int_equal(access((outside + "/keep").c_str(), F_OK), 0);
+	assert_int_equal(ckpt::latest(dir)->generation, 4);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -175,6 +206,7 @@ int main(void)
 	    cmocka_unit_test(paths_never_escape),
 	    cmocka_unit_test(malformed_manifest_names_the_field),
 	    cmocka_unit_test(latest_picks_the_newest_verified),
+	    cmocka_unit_test(prune_keeps_the_newest_verified),
 	};
 	return cmocka_run_group_tests_name("ckpt_manifest", tests, NULL, NULL);
 }
