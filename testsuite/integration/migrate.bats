@@ -157,6 +157,12 @@ json_num() { sed -n "s/.*\"$2\": *\([0-9]*\).*/\1/p" "$1" | head -1; }
 	run "$CTL" verify-loss "$a"
 	echo "$output"
 	[ "$status" -eq 0 ]
+	# Exactly the trajectory of an uninterrupted run (the last line for a
+	# step counts).
+	local ref=$BATS_TEST_TMPDIR/ref upto=$((step + 100))
+	ONRAMP_CKPT_DIR=$ref "$TRAINER" --steps "$upto" 2>/dev/null
+	diff <(awk -v n="$upto" '$1 <= n {l[$1] = $2} END {for (k = 1; k <= n; k++) print k, l[k]}' "$dir/loss.log") \
+		"$ref/loss.log"
 	# The source node was drained only for the move.
 	[[ $(node_field "$src_a" Reason) != onramp:MIGRATE:* ]]
 	# The journal says so too.
@@ -213,7 +219,7 @@ json_num() { sed -n "s/.*\"$2\": *\([0-9]*\).*/\1/p" "$1" | head -1; }
 	[ "$status" -eq 0 ]
 	running_on_rack "$job" rack2
 	local dir=$ONRAMP_JOBS_DIR/bad.ckpt newest used
-	newest=$(ls "$dir" | grep -E '^[0-9]+$' | sort -n | tail -1)
+	newest=$(find "$dir" -mindepth 1 -maxdepth 1 -type d -regex '.*/[0-9]+' -printf '%f\n' | sort -n | tail -1)
 	used=$(json_num "$dir/resumed.json" generation)
 	[ "$used" -lt "$newest" ]
 	run "$ONRAMP_REPO/contrib/tools/onramp-ckpt" verify --dir "$dir" "$newest"
