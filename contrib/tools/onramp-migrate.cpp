@@ -421,12 +421,13 @@ public:
 		int64_t t = now_ms();
 		Stmt s(j_.db(), "INSERT INTO migrations(job, state, src, target, target_nodes,"
 		                " from_mode, ckpt_dir, base_gen, restarts, admin_comment, sig, ack_s,"
-		                " grace_s, confirm_s, created_ms, updated_ms, old_features)"
-		                " VALUES(?1,'PLANNED',?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?14,?15)");
+		                " grace_s, confirm_s, created_ms, updated_ms, old_features, leaves)"
+		                " VALUES(?1,'PLANNED',?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?14,?15,"
+		                "?16)");
 		s.bind(1, m.job).bind(2, m.src).bind(3, m.target).bind(4, m.target_nodes);
 		s.bind(5, m.from_mode).bind(6, m.ckpt_dir).bind(7, m.base_gen).bind(8, m.restarts);
 		s.bind(9, m.admin_comment).bind(10, m.sig).bind(11, m.ack_s).bind(12, m.grace_s);
-		s.bind(13, m.confirm_s).bind(14, t).bind(15, m.old_features);
+		s.bind(13, m.confirm_s).bind(14, t).bind(15, m.old_features).bind(16, m.leaves);
 		int rc = s.step();
 		if (rc == SQLITE_CONSTRAINT) {
 			Stmt q(j_.db(), "SELECT id, state FROM migrations WHERE job=?1 AND active=1");

@@ -165,8 +165,11 @@ json_num() { sed -n "s/.*\"$2\": *\([0-9]*\).*/\1/p" "$1" | head -1; }
 		"$ref/loss.log"
 	# The source node was drained only for the move.
 	[[ $(node_field "$src_a" Reason) != onramp:MIGRATE:* ]]
-	# The journal says so too.
+	# The journal says so too, and the job kept its shape (one leaf).
 	"$CTL" migrate --status "$a" | grep -q " DONE "
+	sqlite3 "$ONRAMP_CLUSTER_DIR/onramp/migrate.db" \
+		"select message from events e join migrations m on m.id = e.migration
+		 where m.job = $a and e.state = 'STEERED'" | grep -q "Switches=1"
 }
 
 @test "rollback sends a migrated job back to its source node, losing no step" {
