@@ -1,0 +1,183 @@
+/*
+ *  spank_onramp.c - spank/onramp: users opt a job in to migration.
+ *
+ *  Options (sbatch, salloc, srun):
+ *    --checkpoint-dir=DIR            the job's checkpoint directory
+ *                                    (onramp-checkpoint(7)); opts in
+ *    --checkpoint-signal=SIG[@SECS]  warning signal (default: MigrateSignal)
+ *
+ *  In the allocator the options go into the job's SPANK job control
+ *  environment (ONRAMP_CHECKPOINT_DIR, ONRAMP_CHECKPOINT_SIGNAL), where
+ *  job_submit/onramp finds them. In slurmstepd (remote context) the job's
+ *  tasks get ONRAMP_CKPT_DIR, ONRAMP_CKPT_SIGNAL, ONRAMP_RESTART_COUNT and,
+ *  on a restart, ONRAMP_RESUME_MANIFEST: the newest generation that verifies.
+ *
+ *  Uses only Slurm's public spank.h; onramp_ckpt.h for the protocol.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <slurm/spank.h>
+
+#include "migrate/onramp_ckpt.h"
+
+SPANK_PLUGIN(onramp, 1);
+
+static char *opt_dir = NULL;
+static char *opt_signal = NULL;
+
+static int _valid_signal(const char *s)
+{
+	const char *names[] = {"USR1", "USR2", "TERM", "INT", "HUP", "URG", "CONT", NULL};
+	char buf[32];
+	size_t n = strcspn(s, "@");
+	if (n == 0 || n >= sizeof(buf))
+		return 0;
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	const char *p = strncmp(buf, "SIG", 3) == 0 ? buf + 3 : buf;
+	if (strspn(p, "0123456789") == strlen(p)) {
+		int v = atoi(p);
+		if (v <= 0 || v >= 65 || v == 9 || v == 19)
+			return 0;
+	} else {
+		int ok = 0;
+		for (int i = 0; names[i]; i++)
+			ok |= strcmp(p, names[i]) == 0;
+		if (!ok)
+			return 0;
+	}
+	if (s[n] == '@')
+		return s[n + 1] && strspn(s + n + 1, "0123456789") == strlen(s + n + 1) &&
+		       strlen(s + n + 1) <= 5 && atoi(s + n + 1) <= 65535;
+	return 1;
+}
+
+static int _opt_dir(int val, const char *optarg, int remote)
+{
+	(void)val;
+	if (!optarg || optarg[0] != '/') {
+		slurm_error("spank/onramp: --checkpoint-dir needs an absolute path, not '%s'",
+		            optarg ? optarg : "");
+		return -1;
+	}
+	free(opt_dir);
+	opt_dir = strdup(optarg);
+	(void)remote;
+	return 0;
+}
+
+static int _opt_signal(int val, const char *optarg, int remote)
+{
+	(void)val;
+	(void)remote;
+	if (!optarg || !_valid_signal(optarg)) {
+		slurm_error("spank/onramp: --checkpoint-signal: '%s' is not SIG[@SECONDS] "
+		            "(USR1, USR2, TERM, ... or a number)",
+		            optarg ? optarg : "");
+		return -1;
+	}
+	free(opt_signal);
+	opt_signal = strdup(optarg);
+	return 0;
+}
+
+/* Registered from slurm_spank_init: a static spank_options table is not
+ * read in allocator context (sbatch, salloc). */
+static struct spank_option onramp_options[] = {
+	{"checkpoint-dir", "DIR",
+	 "checkpoint directory (onramp-checkpoint(7)); makes the job migratable", 1, 0,
+	 _opt_dir},
+	{"checkpoint-signal", "SIG[@SECONDS]",
+	 "signal asking the job to checkpoint (default from onramp.conf MigrateSignal)", 1, 0,
+	 _opt_signal},
+	SPANK_OPTIONS_TABLE_END};
+
+int slurm_spank_init(spank_t sp, int ac, char **av)
+{
+	(void)ac;
+	(void)av;
+	for (struct spank_option *o = onramp_options; o->name; o++)
+		if (spank_option_register(sp, o) != ESPANK_SUCCESS) {
+			slurm_error("spank/onramp: cannot register --%s", o->name);
+			return -1;
+		}
+	return 0;
+}
+
+/* Allocator: hand the options to the controller (job_submit/onramp). */
+int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
+{
+	(void)ac;
+	(void)av;
+	if (spank_context() != S_CTX_LOCAL && spank_context() != S_CTX_ALLOCATOR)
+		return 0;
+	if (opt_signal && !opt_dir) {
+		slurm_error("spank/onramp: --checkpoint-signal needs --checkpoint-dir");
+		return -1;
+	}
+	if (opt_dir && spank_job_control_setenv(sp, "ONRAMP_CHECKPOINT_DIR", opt_dir, 1) !=
+	                   ESPANK_SUCCESS)
+		return -1;
+	if (opt_signal &&
+	    spank_job_control_setenv(sp, "ONRAMP_CHECKPOINT_SIGNAL", opt_signal, 1) != ESPANK_SUCCESS)
+		return -1;
+	return 0;
+}
+
+static const char *_getenv(spank_t sp, const char *name, char *buf, int len)
+{
+	if (spank_getenv(sp, name, buf, len) == ESPANK_SUCCESS && buf[0])
+		return buf;
+	return NULL;
+}
+
+/* slurmstepd: tell the job's tasks where and how to checkpoint. */
+int slurm_spank_user_init(spank_t sp, int ac, char **av)
+{
+	char dir[4096], sig[64], rc[32];
+	const char *d, *s, *r;
+	(void)ac;
+	(void)av;
+	if (spank_remote(sp) != 1)
+		return 0;
+	d = _getenv(sp, "SPANK_ONRAMP_CHECKPOINT_DIR", dir, sizeof(dir));
+	if (!d)
+		d = opt_dir;
+	if (!d)
+		return 0;
+	s = _getenv(sp, "SPANK_ONRAMP_CHECKPOINT_SIGNAL", sig, sizeof(sig));
+	if (!s)
+		s = opt_signal ? opt_signal : "USR2";
+	r = _getenv(sp, "SLURM_RESTART_COUNT", rc, sizeof(rc));
+	spank_setenv(sp, "ONRAMP_CKPT_DIR", d, 1);
+	spank_setenv(sp, "ONRAMP_CKPT_SIGNAL", s, 1);
+	spank_setenv(sp, "ONRAMP_RESTART_COUNT", r ? r : "0", 1);
+	if (r && atoi(r) > 0) {
+		uint64_t gen = 0;
+		int64_t step = 0;
+		char err[512], path[4200];
+		if (onramp_ckpt_latest(d, &gen, &step, err, sizeof(err)) == 0) {
+			snprintf(path, sizeof(path), "%s/%llu/manifest.json", d,
+			         (unsigned long long)gen);
+			spank_setenv(sp, "ONRAMP_RESUME_MANIFEST", path, 1);
+			slurm_info("spank/onramp: restart %s resumes from %s (step %lld)", r, path,
+			           (long long)step);
+		} else {
+			slurm_info("spank/onramp: restart %s: %s", r, err);
+		}
+	}
+	return 0;
+}
+
+int slurm_spank_exit(spank_t sp, int ac, char **av)
+{
+	(void)sp;
+	(void)ac;
+	(void)av;
+	free(opt_dir);
+	free(opt_signal);
+	opt_dir = opt_signal = NULL;
+	return 0;
+}
