@@ -17,6 +17,12 @@
 //     pair-result --node N --peer P --result pass|fail|inconclusive [--detail D]
 //     finish               mark the campaign done
 //     status [--json] [--slurm-state FILE] [--budget S]   (no --id: all)
+//   onramp-campaign simulate --nodes N --racks R [--wave-fraction F]
+//       [--min-pass R] [--reboot-minutes DIST] [--test-minutes DIST]
+//       [--failure-rate P] [--boot-timeout S] [--fix-minutes M] [--seed S] [--json]
+//         simulate a campaign (no journal, no cluster): waves, per-wave
+//         stats and the predicted total time; exit 3 when a wave pauses
+//         and no --fix-minutes is given
 // Exit 0 ok, 1 error, 2 bad input (refused), 3 wave below the pass rate.
 #include <algorithm>
 #include <cmath>
@@ -32,6 +38,7 @@
 #include "atomic_file.hpp"
 #include "campaign/journal.hpp"
 #include "campaign/planner.hpp"
+#include "campaign/simulate.hpp"
 #include "config.hpp"
 #include "hostlist.hpp"
 #include "json.hpp"
@@ -568,10 +575,144 @@ int cmd_status(Journal &j, const Args &a, const Config &cfg)
 	return kOk;
 }
 
+std::string hms(double s)
+{
+	long t = std::lround(s);
+	if (t >= 3600)
+		return strprintf("%ldh%02ldm%02lds", t / 3600, t / 60 % 60, t % 60);
+	if (t >= 60)
+		return strprintf("%ldm%02lds", t / 60, t % 60);
+	return strprintf("%lds", t);
+}
+
+int cmd_simulate(int argc, char **argv)
+{
+	SimParams p;
+	bool json = false;
+	for (int i = 0; i < argc; i++) {
+		std::string o = argv[i];
+		if (o == "-h" || o == "--help") {
+			printf("usage: onrampctl simulate --nodes N --racks R [--wave-fraction F] "
+			       "[--min-pass-rate R]\n"
+			       "         [--reboot-minutes DIST] [--test-minutes DIST] "
+			       "[--failure-rate P]\n"
+			       "         [--boot-timeout S] [--fix-minutes M] [--seed S] [--json]\n"
+			       "DIST: C | const(C) | normal(MEAN,SD) | uniform(A,B), in minutes\n");
+			return kOk;
+		}
+		if (o == "--json") {
+			json = true;
+			continue;
+		}
+		if (i + 1 >= argc)
+			return refuse(o + " needs a value");
+		std::string v = argv[++i];
+		char *end = nullptr;
+		double d = strtod(v.c_str(), &end);
+		bool isnum = !v.empty() && !*end && std::isfinite(d);
+		auto integer = [&](int *x) -> bool {
+			if (!isnum || d != std::floor(d) || d < 0 || d > 1e8)
+				return false;
+			*x = static_cast<int>(d);
+			return true;
+		};
+		bool ok = true;
+		if (o == "--nodes")
+			ok = integer(&p.nodes);
+		else if (o == "--racks")
+			ok = integer(&p.racks);
+		else if (o == "--wave-fraction" || o == "--fraction")
+			ok = isnum, p.fraction = d;
+		else if (o == "--min-pass-rate" || o == "--min-pass")
+			ok = isnum, p.min_pass = d;
+		else if (o == "--failure-rate")
+			ok = isnum, p.failure_rate = d;
+		else if (o == "--boot-timeout")
+			ok = isnum && d > 0, p.boot_timeout = d / 60;
+		else if (o == "--fix-minutes")
+			ok = isnum && d >= 0, p.fix_minutes = d;
+		else if (o == "--seed") {
+			ok = isnum && d >= 0 && d == std::floor(d);
+			p.seed = static_cast<uint64_t>(d);
+		} else if (o == "--reboot-minutes" || o == "--test-minutes") {
+			auto dist = parse_dist(v, o.c_str(), o == "--reboot-minutes");
+			if (!dist.ok())
+				return refuse(dist.status().message());
+			(o == "--reboot-minutes" ? p.reboot : p.test) = dist.value();
+		} else
+			return refuse("simulate: unknown option '" + o + "'");
+		if (!ok)
+			return refuse(o + ": bad value '" + v + "'");
+	}
+	if (p.nodes == 0 || p.racks == 0)
+		return refuse("simulate: --nodes and --racks are required (positive integers)");
+	auto r = simulate(p);
+	if (!r.ok())
+		return refuse(r.status().message());
+	const SimResult &s = r.value();
+	if (json) {
+		printf("{\"nodes\": %d, \"racks\": %d, \"rack_size_min\": %d, \"rack_size_max\": %d, "
+		       "\"wave_fraction\": %g, \"min_pass_rate\": %g, \"reboot_minutes\": \"%s\", "
+		       "\"test_minutes\": \"%s\", \"failure_rate\": %g, \"boot_timeout_s\": %g, "
+		       "\"fix_minutes\": %g, \"seed\": %llu,\n",
+		       p.nodes, p.racks, s.rack_min, s.rack_max, p.fraction, p.min_pass,
+		       p.reboot.str().c_str(), p.test.str().c_str(), p.failure_rate, p.boot_timeout * 60,
+		       p.fix_minutes, static_cast<unsigned long long>(p.seed));
+		printf(" \"planned_waves\": %d, \"predicted_s\": %.1f, \"ideal_s\": %.1f, \"stopped\": %s, "
+		       "\"pauses\": %d, \"admitted\": %d, \"failed\": %d, \"boot_timeouts\": %d,\n"
+		       " \"waves\": [",
+		       s.planned_waves, s.total, s.ideal, s.stopped ? "true" : "false", s.pauses,
+		       s.admitted, s.failed, s.boot_timeouts);
+		for (size_t i = 0; i < s.waves.size(); i++) {
+			const SimWave &w = s.waves[i];
+			printf("%s\n  {\"wave\": %d, \"nodes\": %d, \"racks\": %d, \"max_per_rack\": %d, "
+			       "\"admitted\": %d, \"failed\": %d, \"boot_timeouts\": %d, \"pass_rate\": %.4f, "
+			       "\"start_s\": %.1f, \"end_s\": %.1f, \"node_mean_s\": %.1f, \"node_p50_s\": %.1f, "
+			       "\"node_p95_s\": %.1f, \"node_max_s\": %.1f, \"paused\": %s, \"fix_s\": %.1f}",
+			       i ? "," : "", w.wave, w.nodes, w.racks, w.max_per_rack, w.admitted, w.failed,
+			       w.boot_timeouts, w.pass_rate(), w.start, w.end, w.node_mean, w.node_p50,
+			       w.node_p95, w.node_max, w.paused ? "true" : "false", w.fix);
+		}
+		printf("\n ]}\n");
+	} else {
+		printf("simulate: %d nodes in %d racks of %d-%d, wave fraction %g -> %d waves; "
+		       "reboot %s min, test %s min, failure rate %g, seed %llu\n",
+		       p.nodes, p.racks, s.rack_min, s.rack_max, p.fraction, s.planned_waves,
+		       p.reboot.str().c_str(), p.test.str().c_str(), p.failure_rate,
+		       static_cast<unsigned long long>(p.seed));
+		printf("%-5s %7s %6s %7s %7s %6s %6s %10s %10s %9s %9s %9s\n", "wave", "nodes", "racks",
+		       "max/rk", "passed", "failed", "boot_t", "start", "end", "node p50", "node p95",
+		       "node max");
+		for (const SimWave &w : s.waves) {
+			printf("%-5d %7d %6d %7d %7d %6d %6d %10s %10s %9s %9s %9s%s\n", w.wave, w.nodes,
+			       w.racks, w.max_per_rack, w.admitted, w.failed, w.boot_timeouts,
+			       hms(w.start).c_str(), hms(w.end).c_str(), hms(w.node_p50).c_str(),
+			       hms(w.node_p95).c_str(), hms(w.node_max).c_str(),
+			       !w.paused        ? ""
+			       : s.stopped && &w == &s.waves.back()
+			           ? strprintf("  PAUSED (pass rate %.3f < %g)", w.pass_rate(), p.min_pass).c_str()
+			           : strprintf("  paused, +%s fix", hms(w.fix).c_str()).c_str());
+		}
+		printf("admitted %d, failed %d, boot timeouts %d, pauses %d\n", s.admitted, s.failed,
+		       s.boot_timeouts, s.pauses);
+		if (s.stopped)
+			printf("campaign PAUSED at wave %d after %s (%.0f s); give --fix-minutes M to model "
+			       "the admin fix and continue\n",
+			       s.waves.back().wave, hms(s.total).c_str(), s.total);
+		else
+			printf("predicted total: %s (%.0f s); ideal waves x (mean reboot + mean test): %s "
+			       "(ratio %.3f)\n",
+			       hms(s.total).c_str(), s.total, hms(s.ideal).c_str(),
+			       s.ideal > 0 ? s.total / s.ideal : 0.0);
+	}
+	return s.stopped ? kBelowRate : kOk;
+}
+
 int usage(FILE *f)
 {
 	fprintf(f, "usage: onramp-campaign [--conf F] [--db F] [--topology F] "
 	           "plan|wave|node|open-wave|close-wave|pairs|pair-result|finish|status --id ID ...\n"
+	           "       onramp-campaign simulate --nodes N --racks R ... (simulate --help)\n"
 	           "see the comment at the top of contrib/tools/onramp-campaign.cpp\n");
 	return f == stdout ? kOk : kRefused;
 }
@@ -581,6 +722,8 @@ int usage(FILE *f)
 int main(int argc, char **argv)
 {
 	log_set_program("onramp-campaign");
+	if (argc > 1 && strcmp(argv[1], "simulate") == 0)
+		return cmd_simulate(argc - 2, argv + 2);
 	Args a;
 	a.conf = default_conf_path();
 	for (int i = 1; i < argc; i++) {

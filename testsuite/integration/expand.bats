@@ -129,3 +129,41 @@ start_sampler() {
 	[ "$status" -eq 2 ]
 	[[ $output == *"no campaign 'nosuch'"* ]]
 }
+
+# booted_count NODE FROM_LINE: "NODE booted" lines of reboot.log after line FROM_LINE.
+booted_count() {
+	tail -n +"$(($2 + 1))" "$ONRAMP_REBOOT_LOG" 2>/dev/null | grep -c " $1 booted:" || true
+}
+
+@test "killing onrampctl expand mid-wave and running it again completes the campaign without rebooting any node twice" {
+	local nodes='node[1-2,5-6]' from pid i json
+	from=$(wc -l <"$ONRAMP_REBOOT_LOG" 2>/dev/null || echo 0)
+	# Its own process group, so the kill takes the whole orchestration.
+	setsid "$ONRAMPCTL" expand "$nodes" --name expkill >"$BATS_TEST_TMPDIR/first.log" 2>&1 &
+	pid=$!
+	# Wave 1 is node1 and node5 (one per rack): kill once both reboots were issued.
+	for i in $(seq 1 120); do
+		if tail -n +"$((from + 1))" "$ONRAMP_REBOOT_LOG" 2>/dev/null | grep -q "reboot of node1:" &&
+			tail -n +"$((from + 1))" "$ONRAMP_REBOOT_LOG" | grep -q "reboot of node5:"; then
+			break
+		fi
+		sleep 0.5
+	done
+	kill -KILL -- "-$pid"
+	wait "$pid" || true
+	cat "$BATS_TEST_TMPDIR/first.log"
+	[ "$(status_json expkill | jq -r '.campaigns[0].state')" = running ]
+	run timeout 240 "$ONRAMPCTL" expand "$nodes" --name expkill
+	echo "$output"
+	[ "$status" -eq 0 ]
+	json=$(status_json expkill)
+	[ "$(echo "$json" | jq -r '.campaigns[0].state')" = done ]
+	[ "$(echo "$json" | jq -r '.campaigns[0].counts.admitted')" -eq 4 ]
+	[ "$(echo "$json" | jq '[.campaigns[0].nodes_detail[] | select(.reboots != 1)] | length')" -eq 0 ]
+	# What the emulated hardware saw: each node booted exactly once.
+	for n in node1 node2 node5 node6; do
+		echo "$n booted $(booted_count "$n" "$from") time(s)"
+		[ "$(booted_count "$n" "$from")" -eq 1 ]
+		admitted_idle "$n"
+	done
+}
