@@ -378,7 +378,6 @@ void collect_journal(Exposition &e, const Config &cfg)
 	e.family("onramp_campaign_state", "gauge", "1 for each campaign's current state.");
 	e.family("onramp_campaign_node_in_flight_seconds", "gauge",
 	         "How long a campaign node has been between reboot and a final state.");
-	e.family("onramp_migrations", "gauge", "Migrations by state.");
 	std::string path = cfg.str("StateDir") + "/onramp.db";
 	if (access(path.c_str(), R_OK) != 0)
 		return; // no campaign or migration yet
@@ -409,10 +408,36 @@ void collect_journal(Exposition &e, const Config &cfg)
 		               {{"campaign", col(st, 0)}, {"node", col(st, 1)}},
 		               now - sqlite3_column_double(st, 2));
 	      });
+	sqlite3_close(db);
+}
+
+// onrampctl migrate's journal (<StateDir>/migrate.db).
+void collect_migrations(Exposition &e, const Config &cfg)
+{
+	e.family("onramp_migrations", "gauge", "Migrations by state.");
+	e.family("onramp_migration_duration_seconds", "gauge",
+	         "From a migration's first journaled step to its last (so far).");
+	std::string path = cfg.str("StateDir") + "/migrate.db";
+	if (access(path.c_str(), R_OK) != 0)
+		return;
+	sqlite3 *db = nullptr;
+	if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+		e.read_error("journal", path + ": " + (db ? sqlite3_errmsg(db) : "cannot open"));
+		sqlite3_close(db);
+		return;
+	}
+	sqlite3_busy_timeout(db, 2000);
 	query(e, db, "SELECT state, COUNT(*) FROM migrations GROUP BY 1", [&](sqlite3_stmt *st) {
-		e.sample("onramp_migrations", {{"state", col(st, 0)}},
-		         sqlite3_column_double(st, 1));
+		e.sample("onramp_migrations", {{"state", col(st, 0)}}, sqlite3_column_double(st, 1));
 	});
+	query(e, db,
+	      "SELECT m.id, m.job, m.state, (MAX(ev.time_ms) - MIN(ev.time_ms)) / 1000.0 FROM "
+	      "migrations m JOIN events ev ON ev.migration = m.id GROUP BY m.id",
+	      [&](sqlite3_stmt *st) {
+		      e.sample("onramp_migration_duration_seconds",
+		               {{"migration", col(st, 0)}, {"job", col(st, 1)}, {"state", col(st, 2)}},
+		               sqlite3_column_double(st, 3));
+	      });
 	sqlite3_close(db);
 }
 
@@ -422,6 +447,7 @@ std::string controller_text(const Config &cfg, const std::string &textfile_dir)
 	collect_slurm(e, cfg);
 	collect_topology(e, cfg);
 	collect_journal(e, cfg);
+	collect_migrations(e, cfg);
 	if (!textfile_dir.empty())
 		for (const auto &f : list_dir(textfile_dir)) {
 			if (f.size() < 5 || f.compare(f.size() - 5, 5, ".prom"))

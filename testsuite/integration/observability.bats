@@ -132,3 +132,12 @@ EOC
 	kill -0 "$exporter"
 	kill "$exporter"
 }
+
+@test "the Grafana dashboard uses only metrics onramp exports or records" {
+	local dash=$ONRAMP_REPO/contrib/grafana/onramp-dashboard.json m known
+	known="$("$METRICS" node --node node1; "$METRICS" controller; cat "$RULES/onramp-rules.yml")
+onramp_ib_port_link_downed_total onramp_migrations onramp_migration_duration_seconds onramp_campaign_node_in_flight_seconds"
+	for m in $(grep -o 'onramp[:_][a-z0-9_:]*' "$dash" | sort -u); do
+		[[ $known == *"$m"* ]] || { echo "dashboard uses unknown metric $m" >&2; false; }
+	done
+}
