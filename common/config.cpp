@@ -60,9 +60,11 @@ const std::vector<KeySpec> &config_schema()
 	    {"RollbackWindow", KeyType::Duration, "7200", nullptr, 0, 30 * 86400,
 	     "how long the previous checkpoint generation is kept after a migration"},
 	    {"FabricFile", KeyType::Path, nullptr, nullptr, 0, 0,
-	     "the fabric's Clos uplink map (JSON, onramp-rewire(5)), validated against topology.conf"},
+	     "the fabric's Clos uplink map (JSON, onramp-rewire(5)), validated against "
+	     "topology.conf"},
 	    {"RewirePlan", KeyType::Path, nullptr, nullptr, 0, 0,
-	     "the rewire plan (JSON, onramp-rewire(5)) that topology/onramp and job_submit/onramp follow"},
+	     "the rewire plan (JSON, onramp-rewire(5)) that topology/onramp and job_submit/onramp "
+	     "follow"},
 	    {"RewireSwitchesWait", KeyType::Duration, "600", nullptr, 0, 86400,
 	     "during a rewire window, the longest --switches wait a multi-node job gets"},
 	    {"MetricsListen", KeyType::String, "127.0.0.1:9810", nullptr, 0, 0,
@@ -229,8 +231,9 @@ Status check_value(const KeySpec &k, const std::string &v)
 	return Status::Ok();
 }
 
-// Split one line into tokens; '#' outside quotes ends the line.
-Status tokenize(const std::string &line, std::vector<std::string> &out)
+} // namespace
+
+Status tokenize_conf_line(const std::string &line, std::vector<std::string> &out)
 {
 	std::string cur;
 	bool in_tok = false, quoted = false;
@@ -267,8 +270,6 @@ Status tokenize(const std::string &line, std::vector<std::string> &out)
 	return Status::Ok();
 }
 
-} // namespace
-
 Result<Config> Config::load(const std::string &path)
 {
 	auto text = read_file(path, 1u << 20);
@@ -296,7 +297,7 @@ Result<Config> Config::parse(const std::string &text, const std::string &origin)
 		if (line.find('\0') != std::string::npos)
 			return where("NUL byte in line");
 		std::vector<std::string> toks;
-		Status st = tokenize(line, toks);
+		Status st = tokenize_conf_line(line, toks);
 		if (!st.ok())
 			return where(st.message());
 		for (const auto &tok : toks) {

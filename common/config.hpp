@@ -39,6 +39,11 @@ std::string default_conf_path();
 // Expand %n in a per-node path template.
 std::string expand_node(const std::string &tmpl, const std::string &node);
 
+// Split one line of a Slurm-style file (onramp.conf, topology.conf) into
+// Key=Value tokens: blanks separate, double quotes group, '#' outside quotes
+// ends the line. Error: an unterminated quote.
+Status tokenize_conf_line(const std::string &line, std::vector<std::string> &out);
+
 // Parse "90", "90s", "15m", "2h", "1d" into seconds.
 Result<int64_t> parse_duration(const std::string &text);
 

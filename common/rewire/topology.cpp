@@ -1,5 +1,7 @@
 #include "rewire/topology.hpp"
 
+#include "config.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -22,45 +24,7 @@ int TopologyConf::find(const std::string &name) const
 	return -1;
 }
 
-namespace {
-
-// Split a logical line into Key=Value tokens ('#' ends it outside quotes).
-Status tokens(const std::string &line, std::vector<std::string> &out)
-{
-	std::string cur;
-	bool in_tok = false, quoted = false;
-	for (char c : line) {
-		if (quoted) {
-			if (c == '"')
-				quoted = false;
-			else
-				cur += c;
-			continue;
-		}
-		if (c == '#')
-			break;
-		if (c == '"') {
-			quoted = in_tok = true;
-			continue;
-		}
-		if (isspace(static_cast<unsigned char>(c))) {
-			if (in_tok)
-				out.push_back(cur);
-			cur.clear();
-			in_tok = false;
-			continue;
-		}
-		cur += c;
-		in_tok = true;
-	}
-	if (quoted)
-		return Status::Error("unterminated quote");
-	if (in_tok)
-		out.push_back(cur);
-	return Status::Ok();
-}
-
-} // namespace
+namespace {} // namespace
 
 Result<TopologyConf> topology_parse(const std::string &text, const std::string &origin)
 {
@@ -74,8 +38,8 @@ Result<TopologyConf> topology_parse(const std::string &text, const std::string &
 		int first = lineno + 1;
 		for (;;) {
 			size_t nl = text.find('\n', pos);
-			std::string part = text.substr(pos, nl == std::string::npos ? std::string::npos
-			                                                            : nl - pos);
+			std::string part = text.substr(
+			    pos, nl == std::string::npos ? std::string::npos : nl - pos);
 			pos = nl == std::string::npos ? text.size() : nl + 1;
 			lineno++;
 			if (!part.empty() && part.back() == '\\' && pos < text.size()) {
@@ -87,10 +51,11 @@ Result<TopologyConf> topology_parse(const std::string &text, const std::string &
 			break;
 		}
 		auto where = [&](const std::string &msg) {
-			return Status::Error(strprintf("%s:%d: %s", origin.c_str(), first, msg.c_str()));
+			return Status::Error(
+			    strprintf("%s:%d: %s", origin.c_str(), first, msg.c_str()));
 		};
 		std::vector<std::string> toks;
-		Status st = tokens(line, toks);
+		Status st = tokenize_conf_line(line, toks);
 		if (!st.ok())
 			return where(st.message());
 		if (toks.empty())
@@ -105,8 +70,8 @@ Result<TopologyConf> topology_parse(const std::string &text, const std::string &
 			std::string key = toks[i].substr(0, eq), val = toks[i].substr(eq + 1);
 			if (i == 0) {
 				if (strcasecmp(key.c_str(), "SwitchName"))
-					return where("a line must begin with SwitchName=, not '" + key +
-					             "='");
+					return where("a line must begin with SwitchName=, not '" +
+					             key + "='");
 				if (val.empty())
 					return where("SwitchName= is empty");
 				sw.name = val;
@@ -188,8 +153,8 @@ Result<SwitchTable> build_switch_table(const TopologyConf &conf,
 	std::unordered_map<std::string, int> by_name;
 	for (size_t i = 0; i < n; i++)
 		if (!by_name.emplace(conf.switches[i].name, static_cast<int>(i)).second)
-			return where(conf.switches[i],
-			             "switch " + conf.switches[i].name + " has already been defined");
+			return where(conf.switches[i], "switch " + conf.switches[i].name +
+			                                   " has already been defined");
 	for (const auto &c : cut) {
 		auto it = by_name.find(c);
 		if (it == by_name.end() || conf.switches[it->second].nodes.empty())
@@ -214,11 +179,13 @@ Result<SwitchTable> build_switch_table(const TopologyConf &conf,
 			continue;
 		auto kids = hostlist_expand(s.switches);
 		if (!kids.ok())
-			return where(s, "switch " + s.name + ": Switches=: " + kids.status().message());
+			return where(s, "switch " + s.name +
+			                    ": Switches=: " + kids.status().message());
 		for (const auto &k : kids.value()) {
 			auto it = by_name.find(k);
 			if (it == by_name.end() || it->second == static_cast<int>(i))
-				return where(s, "switch " + s.name + " has invalid child (" + k + ")");
+				return where(s,
+				             "switch " + s.name + " has invalid child (" + k + ")");
 			all_children[i].push_back(static_cast<uint16_t>(it->second));
 		}
 	}
