@@ -30,7 +30,8 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		auto table = onramp::build_switch_table(topo.value(), names.value(), cut);
-		double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+		double s =
+		    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 		if (!table.ok()) {
 			fprintf(stderr, "%s\n", table.status().message().c_str());
 			return 2;

@@ -135,8 +135,8 @@ typedef struct onramp_topo_switch {
 	int num_children;
 	const uint16_t *children; /* switch_index */
 	int num_desc;
-	const uint16_t *desc;  /* switch_desc_index */
-	const uint32_t *dist;  /* switches_dist, switch_count entries */
+	const uint16_t *desc; /* switch_desc_index */
+	const uint32_t *dist; /* switches_dist, switch_count entries */
 	int num_nodes;
 	const int *node_index; /* indexes into the node_names given */
 } onramp_topo_switch_t;

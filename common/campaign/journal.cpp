@@ -108,7 +108,10 @@ Status run(Stmt &s, const char *what)
 
 } // namespace
 
-Journal::~Journal() { sqlite3_close(db_); }
+Journal::~Journal()
+{
+	sqlite3_close(db_);
+}
 
 Status Journal::exec(const std::string &sql)
 {
@@ -124,7 +127,8 @@ Status Journal::exec(const std::string &sql)
 Result<std::unique_ptr<Journal>> Journal::open(const std::string &path)
 {
 	sqlite3 *db = nullptr;
-	int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+	int rc =
+	    sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
 	if (rc != SQLITE_OK) {
 		std::string m = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
 		sqlite3_close(db);
@@ -168,7 +172,8 @@ Result<bool> Journal::create(const CampaignRow &c, const std::vector<Wave> &wave
 	if (!(st = run(ins, "create campaign")).ok())
 		return fail(st);
 	for (size_t k = 0; k < waves.size(); k++) {
-		Stmt w(db_, "INSERT INTO expand_waves (campaign, wave, state) VALUES (?,?,'planned')");
+		Stmt w(db_,
+		       "INSERT INTO expand_waves (campaign, wave, state) VALUES (?,?,'planned')");
 		w.bind(1, c.id).bind(2, static_cast<int64_t>(k + 1));
 		if (!(st = run(w, "create wave")).ok())
 			return fail(st);
@@ -275,7 +280,8 @@ Result<std::vector<WaveRow>> Journal::waves(const std::string &id)
 	std::vector<WaveRow> out;
 	int rc;
 	while ((rc = q.step()) == SQLITE_ROW)
-		out.push_back({static_cast<int>(q.integer(0)), q.text(1), q.integer(2), q.integer(3)});
+		out.push_back(
+		    {static_cast<int>(q.integer(0)), q.text(1), q.integer(2), q.integer(3)});
 	if (rc != SQLITE_DONE)
 		return q.error("waves");
 	return out;
@@ -314,9 +320,8 @@ Result<std::vector<PairRow>> Journal::pairs(const std::string &id)
 	return out;
 }
 
-Status Journal::set_node(const std::string &id, const std::string &node,
-                         const std::string &state, const std::string &code,
-                         const std::string &detail, int64_t now)
+Status Journal::set_node(const std::string &id, const std::string &node, const std::string &state,
+                         const std::string &code, const std::string &detail, int64_t now)
 {
 	if (!valid_node_state(state))
 		return Status::Error("unknown node state '" + state + "'");
@@ -382,9 +387,8 @@ Status Journal::add_pair(const std::string &id, const Pair &p)
 	return run(u, "add pair");
 }
 
-Status Journal::set_pair(const std::string &id, const std::string &node,
-                         const std::string &peer, const std::string &result,
-                         const std::string &detail, int64_t now)
+Status Journal::set_pair(const std::string &id, const std::string &node, const std::string &peer,
+                         const std::string &result, const std::string &detail, int64_t now)
 {
 	Stmt u(db_, "UPDATE expand_pairs SET result = ?, detail = ?, time = ? "
 	            "WHERE campaign = ? AND node = ? AND peer = ?");
@@ -400,8 +404,9 @@ Result<std::vector<std::string>> Journal::overlaps(const std::string &id,
 {
 	std::vector<std::string> out;
 	for (const auto &n : nodes) {
-		Stmt q(db_, "SELECT c.id, c.state FROM expand_nodes n JOIN expand_campaigns c "
-		            "ON c.id = n.campaign WHERE n.node = ? AND c.id != ? AND c.state != 'done'");
+		Stmt q(db_,
+		       "SELECT c.id, c.state FROM expand_nodes n JOIN expand_campaigns c "
+		       "ON c.id = n.campaign WHERE n.node = ? AND c.id != ? AND c.state != 'done'");
 		if (!q.ok())
 			return q.error("overlaps");
 		q.bind(1, n).bind(2, id);

@@ -26,8 +26,7 @@ int rack_cap(int rack_size, double fraction)
 }
 
 Result<std::vector<Wave>> plan_waves(const std::vector<Member> &members,
-                                     const std::map<std::string, int> &rack_sizes,
-                                     double fraction)
+                                     const std::map<std::string, int> &rack_sizes, double fraction)
 {
 	Status st = check_fraction(fraction);
 	if (!st.ok())
@@ -49,8 +48,9 @@ Result<std::vector<Wave>> plan_waves(const std::vector<Member> &members,
 	}
 	for (const auto &[rack, list] : by_rack)
 		if (static_cast<int>(list.size()) > rack_sizes.at(rack))
-			return Status::Error(strprintf("rack %s: %zu campaign nodes but the rack has %d",
-			                               rack.c_str(), list.size(), rack_sizes.at(rack)));
+			return Status::Error(
+			    strprintf("rack %s: %zu campaign nodes but the rack has %d",
+			              rack.c_str(), list.size(), rack_sizes.at(rack)));
 	std::vector<Wave> waves;
 	for (size_t k = 0;; k++) {
 		Wave w;
@@ -113,7 +113,8 @@ std::vector<Pair> plan_pairs(const std::vector<Member> &admitted, double sample)
 			progress = true;
 		}
 		if (!progress) {
-			// Only one rack has unused nodes left: pair them with another rack's first node.
+			// Only one rack has unused nodes left: pair them with another rack's first
+			// node.
 			for (const auto &a : racks) {
 				while (has_unused(a) && used.size() < want) {
 					const std::string &b = a == racks[0] ? racks[1] : racks[0];
@@ -156,8 +157,8 @@ Result<std::map<std::string, std::string>> parse_topology(const std::string &tex
 		if (nodes.empty())
 			continue;
 		if (name.empty())
-			return Status::Error(strprintf("%s:%d: Nodes= without SwitchName=",
-			                               origin.c_str(), lineno));
+			return Status::Error(
+			    strprintf("%s:%d: Nodes= without SwitchName=", origin.c_str(), lineno));
 		auto hosts = hostlist_expand(nodes);
 		if (!hosts.ok())
 			return Status::Error(strprintf("%s:%d: %s", origin.c_str(), lineno,

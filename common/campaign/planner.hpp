@@ -34,8 +34,7 @@ int rack_cap(int rack_size, double fraction);
 // maps each rack to its full size. Errors: bad fraction, a member whose rack
 // is not in rack_sizes, a duplicate node, no members.
 Result<std::vector<Wave>> plan_waves(const std::vector<Member> &members,
-                                     const std::map<std::string, int> &rack_sizes,
-                                     double fraction);
+                                     const std::map<std::string, int> &rack_sizes, double fraction);
 
 struct Pair {
 	std::string node, rack, peer, peer_rack;

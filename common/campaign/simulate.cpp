@@ -112,7 +112,8 @@ Result<Dist> parse_dist(const std::string &text, const char *what, bool allow_ze
 	}
 	std::vector<double> n;
 	if (!parse_numbers(args, &n))
-		return bad("not a number or a distribution (C, const(C), normal(MEAN,SD), uniform(A,B))");
+		return bad(
+		    "not a number or a distribution (C, const(C), normal(MEAN,SD), uniform(A,B))");
 	Dist d;
 	if (name.empty() || name == "const") {
 		if (n.size() != 1)
@@ -145,15 +146,17 @@ Status check_params(const SimParams &p)
 	if (p.racks < 1)
 		return Status::Error("--racks must be at least 1");
 	if (p.nodes < p.racks)
-		return Status::Error(strprintf("--nodes %d: need at least one node per rack (%d racks)",
-		                               p.nodes, p.racks));
+		return Status::Error(strprintf(
+		    "--nodes %d: need at least one node per rack (%d racks)", p.nodes, p.racks));
 	Status st = check_fraction(p.fraction);
 	if (!st.ok())
 		return st;
 	if (!(p.min_pass >= 0 && p.min_pass <= 1))
-		return Status::Error(strprintf("minimum wave pass rate %g is out of range [0,1]", p.min_pass));
+		return Status::Error(
+		    strprintf("minimum wave pass rate %g is out of range [0,1]", p.min_pass));
 	if (!(p.failure_rate >= 0 && p.failure_rate <= 1))
-		return Status::Error(strprintf("failure rate %g is out of range [0,1]", p.failure_rate));
+		return Status::Error(
+		    strprintf("failure rate %g is out of range [0,1]", p.failure_rate));
 	if (!(p.boot_timeout > 0))
 		return Status::Error("boot timeout must be > 0 minutes");
 	return Status::Ok();

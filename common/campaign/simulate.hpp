@@ -39,13 +39,13 @@ Result<Dist> parse_dist(const std::string &text, const char *what, bool allow_ze
 
 struct SimParams {
 	int nodes = 0, racks = 0;
-	double fraction = 0.2;       // MaxWaveFraction
-	double min_pass = 0.8;       // MinWavePassRate
+	double fraction = 0.2;           // MaxWaveFraction
+	double min_pass = 0.8;           // MinWavePassRate
 	Dist reboot{Dist::kConst, 5, 0}; // minutes
 	Dist test{Dist::kConst, 10, 0};  // minutes
-	double failure_rate = 0;     // per admission test, [0, 1]
-	double boot_timeout = 10;    // minutes; slower reboots are BOOT_TIMEOUT
-	double fix_minutes = -1;     // admin fix time per pause; < 0: stop at the pause
+	double failure_rate = 0;         // per admission test, [0, 1]
+	double boot_timeout = 10;        // minutes; slower reboots are BOOT_TIMEOUT
+	double fix_minutes = -1;         // admin fix time per pause; < 0: stop at the pause
 	uint64_t seed = 1;
 };
 Status check_params(const SimParams &p);
@@ -53,21 +53,21 @@ Status check_params(const SimParams &p);
 struct SimWave {
 	int wave = 0, nodes = 0, racks = 0, max_per_rack = 0;
 	int admitted = 0, failed = 0, boot_timeouts = 0;
-	double start = 0, end = 0;          // seconds from the campaign start
+	double start = 0, end = 0; // seconds from the campaign start
 	double node_mean = 0, node_p50 = 0, node_p95 = 0, node_max = 0; // per node, seconds
-	bool paused = false;                // pass rate below min_pass
-	double fix = 0;                     // seconds of admin fix after it
+	bool paused = false;                                            // pass rate below min_pass
+	double fix = 0; // seconds of admin fix after it
 	double pass_rate() const { return nodes ? static_cast<double>(admitted) / nodes : 0; }
 };
 
 struct SimResult {
-	std::vector<SimWave> waves;         // simulated (up to the stop, if stopped)
+	std::vector<SimWave> waves; // simulated (up to the stop, if stopped)
 	int planned_waves = 0;
 	int admitted = 0, failed = 0, boot_timeouts = 0, pauses = 0;
-	double total = 0;                   // seconds: predicted campaign time
-	double ideal = 0;                   // planned_waves * (mean reboot + mean test), seconds
-	bool stopped = false;               // paused with no fix time: total is up to the pause
-	int rack_min = 0, rack_max = 0;     // rack sizes
+	double total = 0;               // seconds: predicted campaign time
+	double ideal = 0;               // planned_waves * (mean reboot + mean test), seconds
+	bool stopped = false;           // paused with no fix time: total is up to the pause
+	int rack_min = 0, rack_max = 0; // rack sizes
 };
 
 // The synthetic cluster: racks r1..rR, nodes spread evenly (sizes differ by

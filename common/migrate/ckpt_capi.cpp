@@ -67,8 +67,8 @@ extern "C" int onramp_ckpt_verify(const char *dir, uint64_t generation, int64_t 
 	}
 }
 
-extern "C" int onramp_ckpt_latest(const char *dir, uint64_t *generation, int64_t *step,
-                                  char *err, size_t errlen)
+extern "C" int onramp_ckpt_latest(const char *dir, uint64_t *generation, int64_t *step, char *err,
+                                  size_t errlen)
 {
 	try {
 		if (!dir)

@@ -184,12 +184,13 @@ Status check_relative_path(const std::string &rel)
 	size_t start = 0;
 	while (start <= rel.size()) {
 		size_t slash = rel.find('/', start);
-		std::string comp =
-		    rel.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+		std::string comp = rel.substr(start, slash == std::string::npos ? std::string::npos
+		                                                                : slash - start);
 		if (comp.empty() || comp == ".")
 			return Status::Error("'" + rel + "' has an empty or '.' component");
 		if (comp == "..")
-			return Status::Error("'" + rel + "' leaves the checkpoint directory ('..')");
+			return Status::Error("'" + rel +
+			                     "' leaves the checkpoint directory ('..')");
 		if (slash == std::string::npos)
 			break;
 		start = slash + 1;
@@ -202,8 +203,7 @@ Status check_relative_path(const std::string &rel)
 	return Status::Ok();
 }
 
-Result<std::string> shard_file(const std::string &dir, uint64_t generation,
-                               const std::string &rel)
+Result<std::string> shard_file(const std::string &dir, uint64_t generation, const std::string &rel)
 {
 	Status st = check_relative_path(rel);
 	if (!st.ok())
@@ -314,7 +314,8 @@ Result<Manifest> commit(const std::string &dir, uint64_t generation, int64_t ste
 	for (size_t i = 0; i < shards.size(); i++) {
 		for (size_t k = 0; k < i; k++)
 			if (shards[k] == shards[i])
-				return Status::Error("commit: shard '" + shards[i] + "' given twice");
+				return Status::Error("commit: shard '" + shards[i] +
+				                     "' given twice");
 		m.shards[i].path = shards[i];
 	}
 	parallel_for(shards.size(), threads, [&](size_t i) {
@@ -330,8 +331,8 @@ Result<Manifest> commit(const std::string &dir, uint64_t generation, int64_t ste
 			return Status::Error("commit: " + e.message());
 	// The shards' data must be durable before the manifest names them.
 	for (const auto &s : shards) {
-		int fd = open((generation_dir(dir, generation) + "/" + s).c_str(),
-		              O_RDONLY | O_CLOEXEC);
+		int fd =
+		    open((generation_dir(dir, generation) + "/" + s).c_str(), O_RDONLY | O_CLOEXEC);
 		if (fd >= 0) {
 			(void)fsync(fd);
 			close(fd);
@@ -339,7 +340,8 @@ Result<Manifest> commit(const std::string &dir, uint64_t generation, int64_t ste
 	}
 	m.time_ms = now_ms();
 	m.time = iso_utc(m.time_ms);
-	Status st = write_file_atomic(manifest_path(dir, generation), m.to_json().dump(true) + "\n");
+	Status st =
+	    write_file_atomic(manifest_path(dir, generation), m.to_json().dump(true) + "\n");
 	if (!st.ok())
 		return Status::Error("commit: " + st.message());
 	(void)fsync_dir(dir);
@@ -356,10 +358,10 @@ Result<Manifest> read_manifest(const std::string &dir, uint64_t generation)
 	if (!m.ok())
 		return m.status();
 	if (m->generation != generation)
-		return Status::Error(strprintf("%s: generation: %llu does not match its directory %llu",
-		                               path.c_str(),
-		                               static_cast<unsigned long long>(m->generation),
-		                               static_cast<unsigned long long>(generation)));
+		return Status::Error(
+		    strprintf("%s: generation: %llu does not match its directory %llu",
+		              path.c_str(), static_cast<unsigned long long>(m->generation),
+		              static_cast<unsigned long long>(generation)));
 	return m;
 }
 
@@ -378,7 +380,8 @@ Result<Manifest> verify(const std::string &dir, uint64_t generation, unsigned th
 			return;
 		}
 		struct stat sb;
-		if (stat(f.value().c_str(), &sb) == 0 && static_cast<uint64_t>(sb.st_size) != s.size) {
+		if (stat(f.value().c_str(), &sb) == 0 &&
+		    static_cast<uint64_t>(sb.st_size) != s.size) {
 			errs[i] = strprintf("size %lld, manifest says %llu",
 			                    static_cast<long long>(sb.st_size),
 			                    static_cast<unsigned long long>(s.size));
@@ -400,12 +403,12 @@ Result<Manifest> verify(const std::string &dir, uint64_t generation, unsigned th
 		if (!errs[i].empty())
 			return Status::Error(strprintf("generation %llu: shard %s: %s",
 			                               static_cast<unsigned long long>(generation),
-			                               man.shards[i].path.c_str(), errs[i].c_str()));
+			                               man.shards[i].path.c_str(),
+			                               errs[i].c_str()));
 	return m;
 }
 
-Result<Manifest> latest(const std::string &dir, std::vector<std::string> *skipped,
-                        unsigned threads)
+Result<Manifest> latest(const std::string &dir, std::vector<std::string> *skipped, unsigned threads)
 {
 	auto gens = list_generations(dir);
 	for (uint64_t g : gens) {

@@ -25,7 +25,7 @@
 namespace onramp {
 namespace ckpt {
 
-extern const char *const kFormat; // "onramp-checkpoint/1"
+extern const char *const kFormat;       // "onramp-checkpoint/1"
 extern const char *const kManifestName; // "manifest.json"
 
 struct Shard {
@@ -37,7 +37,7 @@ struct Shard {
 struct Manifest {
 	uint64_t generation = 0;
 	int64_t step = 0;
-	std::string time; // ISO 8601 UTC
+	std::string time;    // ISO 8601 UTC
 	int64_t time_ms = 0; // commit time, ms since the epoch
 	std::vector<Shard> shards;
 
@@ -56,8 +56,7 @@ std::string manifest_path(const std::string &dir, uint64_t generation);
 Status check_relative_path(const std::string &rel);
 // The shard's full path, after the lexical check and a check that the
 // resolved path lies inside dir (symlinks pointing out are refused).
-Result<std::string> shard_file(const std::string &dir, uint64_t generation,
-                               const std::string &rel);
+Result<std::string> shard_file(const std::string &dir, uint64_t generation, const std::string &rel);
 
 // Lower-case hex SHA-256 and size of a file (OpenSSL EVP, streamed).
 Status sha256_file(const std::string &path, std::string *hex, uint64_t *size);
@@ -93,8 +92,8 @@ Result<Manifest> latest(const std::string &dir, std::vector<std::string> *skippe
 // anything newer than it. Symlinks are never followed. Returns the removed
 // generations. Meant for the job itself (onramp-ckpt prune), never for root
 // in a user's directory.
-Result<std::vector<uint64_t>> prune(const std::string &dir, int64_t keep_seconds,
-                                    int64_t now_ms, unsigned threads = 0);
+Result<std::vector<uint64_t>> prune(const std::string &dir, int64_t keep_seconds, int64_t now_ms,
+                                    unsigned threads = 0);
 
 // A resumed job states which generation it resumed from: <dir>/resumed.json
 // {"generation": G, "step": S, "restart_count": N, "time_ms": T}, written

@@ -71,9 +71,9 @@ Status parse_signal_spec(const std::string &spec, int *sig, int *seconds)
 	static const struct {
 		const char *n;
 		int v;
-	} names[] = {{"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"TERM", SIGTERM}, {"INT", SIGINT},
-	             {"HUP", SIGHUP},   {"URG", SIGURG},   {"CONT", SIGCONT}, {"QUIT", SIGQUIT},
-	             {"ALRM", SIGALRM}};
+	} names[] = {{"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"TERM", SIGTERM},
+	             {"INT", SIGINT},   {"HUP", SIGHUP},   {"URG", SIGURG},
+	             {"CONT", SIGCONT}, {"QUIT", SIGQUIT}, {"ALRM", SIGALRM}};
 	int v = -1;
 	if (!name.empty() && name.find_first_not_of("0123456789") == std::string::npos) {
 		v = atoi(name.c_str());
@@ -83,8 +83,9 @@ Status parse_signal_spec(const std::string &spec, int *sig, int *seconds)
 				v = n.v;
 	}
 	if (v <= 0 || v >= 65 || v == SIGKILL || v == SIGSTOP)
-		return Status::Error("'" + spec + "': '" + name +
-		                     "' is not a usable signal (USR1, USR2, TERM, ... or a number)");
+		return Status::Error(
+		    "'" + spec + "': '" + name +
+		    "' is not a usable signal (USR1, USR2, TERM, ... or a number)");
 	int s = 120;
 	if (at != std::string::npos) {
 		if (secs.empty() || secs.size() > 5 ||
@@ -123,13 +124,15 @@ void migrate_decide(const PolicyState &st, const JobView &job, bool modify, Deci
 {
 	auto view = std::static_pointer_cast<const MigrateView>(st.migrate);
 	if (modify) {
-		if (job.current_admin_comment.find(migrate::kMigratingMarker) != std::string::npos &&
+		if (job.current_admin_comment.find(migrate::kMigratingMarker) !=
+		        std::string::npos &&
 		    job.requeue == 0) {
 			d->reject = true;
-			d->message = strprintf("onramp: job %u is being migrated by onramp "
-			                       "(onrampctl migrate); it must stay requeueable until "
-			                       "the migration ends",
-			                       job.job_id);
+			d->message =
+			    strprintf("onramp: job %u is being migrated by onramp "
+			              "(onrampctl migrate); it must stay requeueable until "
+			              "the migration ends",
+			              job.job_id);
 		}
 		return;
 	}
@@ -167,8 +170,9 @@ void migrate_decide(const PolicyState &st, const JobView &job, bool modify, Deci
 	}
 	if (!dir.empty())
 		d->comment_append = migrate::kCkptCommentKey + dir;
-	std::string note = strprintf("migratable (%s): requeue, append%s", why,
-	                             job.warn_signal ? "" : strprintf(", signal %d@%d", sig, secs).c_str());
+	std::string note =
+	    strprintf("migratable (%s): requeue, append%s", why,
+	              job.warn_signal ? "" : strprintf(", signal %d@%d", sig, secs).c_str());
 	d->message = d->message.empty() ? note : d->message + "; " + note;
 }
 

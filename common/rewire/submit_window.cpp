@@ -47,7 +47,8 @@ void rewire_decide(const PolicyState &st, const JobView &job, bool modify, Decis
 		                "window %s; held",
 		                who.c_str(), nodes, v->connected_max, v->window_id.c_str());
 	} else if (job.req_switch) {
-		uint32_t wait = job.wait4switch ? std::min(job.wait4switch, v->wait_cap) : v->wait_cap;
+		uint32_t wait =
+		    job.wait4switch ? std::min(job.wait4switch, v->wait_cap) : v->wait_cap;
 		d->wait4switch = wait;
 		add = strprintf("%s: rewire window %s: keeps --switches=%u, wait %us", who.c_str(),
 		                v->window_id.c_str(), job.req_switch, wait);

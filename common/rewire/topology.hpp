@@ -41,13 +41,13 @@ struct SwitchRec {
 	std::string name;
 	int level = 0;
 	uint32_t link_speed = 1;
-	std::string nodes;    // leaves: Nodes= as written; others "" (Slurm fills it)
-	std::string switches; // Switches= (the remaining children when cut)
-	int parent = 0;       // as tree: 0 for switches nobody names as child
-	std::vector<uint16_t> children;      // switch_index
-	std::vector<uint16_t> desc;          // switch_desc_index (tree's order)
-	std::vector<uint32_t> dist;          // switches_dist (INFINITE: 0xfffffffe)
-	std::vector<int> node_index;         // indexes into the node list given
+	std::string nodes;              // leaves: Nodes= as written; others "" (Slurm fills it)
+	std::string switches;           // Switches= (the remaining children when cut)
+	int parent = 0;                 // as tree: 0 for switches nobody names as child
+	std::vector<uint16_t> children; // switch_index
+	std::vector<uint16_t> desc;     // switch_desc_index (tree's order)
+	std::vector<uint32_t> dist;     // switches_dist (INFINITE: 0xfffffffe)
+	std::vector<int> node_index;    // indexes into the node list given
 };
 
 struct SwitchTable {

@@ -42,7 +42,8 @@ extern "C" onramp_topo_t *onramp_topo_build(const char *conf_path, const char *t
 		TopologyConf topo;
 		if (!m.ok()) {
 			if (!plan_error || have_previous) {
-				copy_out(m.status().message() + "; keeping the switch table in force",
+				copy_out(m.status().message() +
+				             "; keeping the switch table in force",
 				         msg, msglen);
 				return nullptr;
 			}
@@ -61,7 +62,8 @@ extern "C" onramp_topo_t *onramp_topo_build(const char *conf_path, const char *t
 				std::string leaves;
 				for (const auto &c : cut)
 					leaves += (leaves.empty() ? "" : ",") + c;
-				note = "rewire window " + m->active_id + " active: leaves cut from the spine: " +
+				note = "rewire window " + m->active_id +
+				       " active: leaves cut from the spine: " +
 				       (leaves.empty() ? std::string("none") : leaves);
 			}
 		}

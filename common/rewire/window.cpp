@@ -46,7 +46,8 @@ Result<Fabric> fabric_parse(const std::string &text, const std::string &origin,
 	std::set<std::string> spines(f.spines.begin(), f.spines.end());
 	for (size_t i = 0; i < f.spines.size(); i++)
 		if (std::count(f.spines.begin(), f.spines.end(), f.spines[i]) > 1)
-			r.error(JsonReader::index("spines", i), "spine '" + f.spines[i] + "' repeated");
+			r.error(JsonReader::index("spines", i),
+			        "spine '" + f.spines[i] + "' repeated");
 	size_t i;
 	const json_t *u;
 	json_array_foreach(ups, i, u)
@@ -63,9 +64,9 @@ Result<Fabric> fabric_parse(const std::string &text, const std::string &origin,
 		if (r.failed())
 			break;
 		if (!is_leaf(topo, up.leaf))
-			r.error(JsonReader::join(p, "leaf"),
-			        "unknown leaf switch '" + up.leaf + "' (not a leaf in " + topo.origin +
-			            ")");
+			r.error(JsonReader::join(p, "leaf"), "unknown leaf switch '" + up.leaf +
+			                                         "' (not a leaf in " + topo.origin +
+			                                         ")");
 		else if (!spines.count(up.spine))
 			r.error(JsonReader::join(p, "spine"),
 			        "unknown spine '" + up.spine + "' (not listed in spines)");
@@ -149,8 +150,8 @@ std::set<std::string> window_cut(const Window &w, const TopologyConf &topo, cons
 		auto ups = fabric->of_leaf(leaf);
 		bool all = !ups.empty();
 		for (const auto *u : ups)
-			if (std::find(w.links.begin(), w.links.end(), std::make_pair(u->leaf, u->spine)) ==
-			    w.links.end())
+			if (std::find(w.links.begin(), w.links.end(),
+			              std::make_pair(u->leaf, u->spine)) == w.links.end())
 				all = false;
 		if (all && is_leaf(topo, leaf))
 			cut.insert(leaf);
@@ -196,11 +197,13 @@ Status plan_validate(const Plan &plan, const TopologyConf &topo, const Fabric *f
 				                     "' (not a leaf in " + topo.origin + ")");
 		for (const auto &l : w.links) {
 			if (!fabric)
-				return Status::Error(p + ": links " + l.first + "->" + l.second +
-				                     " need a fabric file (FabricFile in onramp.conf)");
+				return Status::Error(
+				    p + ": links " + l.first + "->" + l.second +
+				    " need a fabric file (FabricFile in onramp.conf)");
 			if (!is_leaf(topo, l.first))
-				return Status::Error(p + ": links: unknown leaf switch '" + l.first +
-				                     "' (not a leaf in " + topo.origin + ")");
+				return Status::Error(p + ": links: unknown leaf switch '" +
+				                     l.first + "' (not a leaf in " + topo.origin +
+				                     ")");
 			bool found = false;
 			for (const auto *u : fabric->of_leaf(l.first))
 				found |= u->spine == l.second;
@@ -223,7 +226,8 @@ Status plan_validate(const Plan &plan, const TopologyConf &topo, const Fabric *f
 				continue;
 			if (w.start < x.end && x.start < w.end)
 				return Status::Error(p + ": overlaps window '" + x.id + "' (" +
-				                     format_utc(x.start) + " - " + format_utc(x.end) + ")");
+				                     format_utc(x.start) + " - " +
+				                     format_utc(x.end) + ")");
 		}
 	}
 	if (active > 1)
@@ -303,8 +307,8 @@ Result<Plan> plan_parse(const std::string &text, const std::string &origin,
 		for (size_t k = 0; k < w.leaves.size(); k++)
 			if (!is_leaf(topo, w.leaves[k]))
 				r.error(JsonReader::index(JsonReader::join(p, "leaves"), k),
-				        "unknown leaf switch '" + w.leaves[k] + "' (not a leaf in " +
-				            topo.origin + ")");
+				        "unknown leaf switch '" + w.leaves[k] +
+				            "' (not a leaf in " + topo.origin + ")");
 		if (const json_t *ls = r.arr(wj, p, "links", false)) {
 			size_t k;
 			const json_t *lj;

@@ -49,8 +49,8 @@ struct Window {
 	time_t start = 0, end = 0; // planned, UTC
 	std::vector<std::string> leaves;
 	std::vector<std::pair<std::string, std::string>> links; // leaf, spine
-	std::vector<int> stages{5, 50, 100}; // ECMP weight (%) per stage
-	int stage = 0;                       // index into stages
+	std::vector<int> stages{5, 50, 100};                    // ECMP weight (%) per stage
+	int stage = 0;                                          // index into stages
 	WindowState state = WindowState::Planned;
 };
 

@@ -56,7 +56,10 @@ constexpr int kBatch = 64;
 constexpr double kLr = 0.05;
 
 volatile sig_atomic_t g_signalled = 0;
-void on_signal(int) { g_signalled = 1; }
+void on_signal(int)
+{
+	g_signalled = 1;
+}
 
 uint64_t splitmix(uint64_t &s)
 {
@@ -65,7 +68,10 @@ uint64_t splitmix(uint64_t &s)
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
 	return z ^ (z >> 31);
 }
-double uniform(uint64_t &s) { return (splitmix(s) >> 11) * (1.0 / 9007199254740992.0); }
+double uniform(uint64_t &s)
+{
+	return (splitmix(s) >> 11) * (1.0 / 9007199254740992.0);
+}
 double normal(uint64_t &s)
 {
 	double u1 = uniform(s), u2 = uniform(s);
@@ -155,8 +161,8 @@ int parse_signal(const char *spec)
 	return -1;
 }
 
-Status checkpoint(const std::string &dir, uint64_t seed, int64_t step,
-                  const std::vector<double> &w, uint64_t *gen_out)
+Status checkpoint(const std::string &dir, uint64_t seed, int64_t step, const std::vector<double> &w,
+                  uint64_t *gen_out)
 {
 	uint64_t gen = ckpt::next_generation(dir);
 	std::string gdir = ckpt::generation_dir(dir, gen);
@@ -198,7 +204,8 @@ Status restore(const std::string &dir, uint64_t gen, uint64_t seed, int64_t *ste
 	if (r.failed())
 		return r.status();
 	if (dims != kDims || static_cast<uint64_t>(sd) != seed || s != m->step)
-		return Status::Error(gdir + ": checkpoint is of another run (seed/dims/step differ)");
+		return Status::Error(gdir +
+		                     ": checkpoint is of another run (seed/dims/step differ)");
 	auto bytes = read_file(gdir + "/weights.bin");
 	if (!bytes.ok())
 		return bytes.status();

@@ -60,8 +60,14 @@ struct Args {
 	bool json = false;
 };
 
-int64_t now() { return static_cast<int64_t>(time(nullptr)); }
-std::string iso(int64_t t) { return admit::iso_time(t); }
+int64_t now()
+{
+	return static_cast<int64_t>(time(nullptr));
+}
+std::string iso(int64_t t)
+{
+	return admit::iso_time(t);
+}
 
 int refuse(const std::string &msg)
 {
@@ -186,7 +192,8 @@ int cmd_wave(Journal &j, const Args &a)
 		for (const auto &n : nodes.value())
 			if (n.wave == w.wave)
 				printf("%s %s %lld\n", n.node.c_str(), n.state.c_str(),
-				       static_cast<long long>(n.times.count(n.state) ? n.times.at(n.state) : 0));
+				       static_cast<long long>(
+				           n.times.count(n.state) ? n.times.at(n.state) : 0));
 		return kOk;
 	}
 	printf("done\n");
@@ -221,9 +228,10 @@ int cmd_close_wave(Journal &j, const Args &a)
 		printf("wave %d passed %d/%d\n", a.wave, passed, total);
 		return st.ok() ? kOk : fail(st);
 	}
-	std::string why = strprintf("paused: wave %d pass rate %d/%d = %.2f < MinWavePassRate %.2f; "
-	                            "not admitted: %s; fix the node(s) and run expand again",
-	                            a.wave, passed, total, rate, c->min_pass, failed.c_str());
+	std::string why =
+	    strprintf("paused: wave %d pass rate %d/%d = %.2f < MinWavePassRate %.2f; "
+	              "not admitted: %s; fix the node(s) and run expand again",
+	              a.wave, passed, total, rate, c->min_pass, failed.c_str());
 	if (!(st = j.set_wave(a.id, a.wave, "failed", now())).ok() ||
 	    !(st = j.set_campaign(a.id, "paused", why, now())).ok())
 		return fail(st);
@@ -271,7 +279,8 @@ std::map<std::string, std::pair<std::string, std::string>> read_slurm_state(cons
 	const std::string &t = text.value();
 	while (pos < t.size()) {
 		size_t e = t.find('\n', pos);
-		std::string line = t.substr(pos, e == std::string::npos ? std::string::npos : e - pos);
+		std::string line =
+		    t.substr(pos, e == std::string::npos ? std::string::npos : e - pos);
 		pos = e == std::string::npos ? t.size() : e + 1;
 		char n[256], s[256], f[1024];
 		if (sscanf(line.c_str(), "%255s %255s %1023s", n, s, f) == 3)
@@ -393,9 +402,12 @@ Json campaign_report(Journal &j, const CampaignRow &c, const Args &a,
 			else {
 				std::string st = s->second.first;
 				std::transform(st.begin(), st.end(), st.begin(), ::tolower);
-				if (st.find("drain") != std::string::npos || st.find("down") != std::string::npos ||
-				    st.find("maint") != std::string::npos || st.find("reserved") != std::string::npos ||
-				    st.find("reboot") != std::string::npos || st.find("fail") != std::string::npos)
+				if (st.find("drain") != std::string::npos ||
+				    st.find("down") != std::string::npos ||
+				    st.find("maint") != std::string::npos ||
+				    st.find("reserved") != std::string::npos ||
+				    st.find("reboot") != std::string::npos ||
+				    st.find("fail") != std::string::npos)
 					why = "state " + s->second.first;
 				else if (("," + s->second.second + ",").find("," + feature + ",") ==
 				         std::string::npos)
@@ -411,7 +423,10 @@ Json campaign_report(Journal &j, const CampaignRow &c, const Args &a,
 	int ppass = 0, pfail = 0, ppending = 0;
 	for (const auto &p : pairs.value()) {
 		Json o = Json::object();
-		o.set("node", p.node).set("rack", p.rack).set("peer", p.peer).set("peer_rack", p.peer_rack);
+		o.set("node", p.node)
+		    .set("rack", p.rack)
+		    .set("peer", p.peer)
+		    .set("peer_rack", p.peer_rack);
 		o.set("result", p.result.empty() ? "pending" : p.result);
 		if (!p.detail.empty())
 			o.set("detail", p.detail);
@@ -484,9 +499,9 @@ void print_text(const Json &r)
 		std::string out;
 		const char *k;
 		json_t *v;
-		json_object_foreach(const_cast<json_t *>(json_object_get(x, "counts")), k, v)
-		    out += strprintf("%s%s=%lld", out.empty() ? "" : " ", k,
-		                     static_cast<long long>(json_integer_value(v)));
+		json_object_foreach(const_cast<json_t *>(json_object_get(x, "counts")), k, v) out +=
+		    strprintf("%s%s=%lld", out.empty() ? "" : " ", k,
+		              static_cast<long long>(json_integer_value(v)));
 		return out;
 	};
 	printf("campaign %s: %s  nodes %s  fraction %s  min pass %s\n", s(o, "id").c_str(),
@@ -494,12 +509,12 @@ void print_text(const Json &r)
 	       s(o, "min_pass_rate").c_str());
 	if (!s(o, "status").empty())
 		printf("  status: %s\n", s(o, "status").c_str());
-	printf("  nodes: %s  (over the %ss budget: %s)\n", counts(o).c_str(), s(o, "budget_s").c_str(),
-	       s(o, "over_budget").c_str());
+	printf("  nodes: %s  (over the %ss budget: %s)\n", counts(o).c_str(),
+	       s(o, "budget_s").c_str(), s(o, "over_budget").c_str());
 	size_t i;
 	json_t *x;
-	json_array_foreach(json_object_get(o, "waves"), i, x)
-	    printf("  wave %s %-7s %s\n", s(x, "wave").c_str(), s(x, "state").c_str(), counts(x).c_str());
+	json_array_foreach(json_object_get(o, "waves"), i, x) printf(
+	    "  wave %s %-7s %s\n", s(x, "wave").c_str(), s(x, "state").c_str(), counts(x).c_str());
 	json_array_foreach(json_object_get(o, "racks"), i, x)
 	    printf("  rack %-8s %s  max in flight %s (cap %s)\n", s(x, "rack").c_str(),
 	           counts(x).c_str(), s(x, "max_in_flight").c_str(), s(x, "cap").c_str());
@@ -510,13 +525,14 @@ void print_text(const Json &r)
 		std::string tl;
 		const char *k;
 		json_t *v;
-		json_object_foreach(json_object_get(x, "timeline"), k, v)
-		    tl += strprintf(" %s@%s", k, json_string_value(v) + 11);
+		json_object_foreach(json_object_get(x, "timeline"), k, v) tl +=
+		    strprintf(" %s@%s", k, json_string_value(v) + 11);
 		std::string el = s(x, "elapsed_s");
 		if (s(x, "over_budget") == "yes")
 			el += "!";
-		printf("  %-10s %-8s %-4s %-12s %-8s %s%s\n", s(x, "node").c_str(), s(x, "rack").c_str(),
-		       s(x, "wave").c_str(), s(x, "state").c_str(), el.empty() ? "-" : el.c_str(),
+		printf("  %-10s %-8s %-4s %-12s %-8s %s%s\n", s(x, "node").c_str(),
+		       s(x, "rack").c_str(), s(x, "wave").c_str(), s(x, "state").c_str(),
+		       el.empty() ? "-" : el.c_str(),
 		       s(x, "code").empty() ? "" : (s(x, "code") + ":").c_str(), tl.c_str());
 	}
 	json_array_foreach(json_object_get(o, "pairs"), i, x)
@@ -530,10 +546,11 @@ void print_text(const Json &r)
 		std::string b;
 		size_t j;
 		json_t *y;
-		json_array_foreach(json_object_get(l, "blocked_by"), j, y)
-		    b += (b.empty() ? "" : "; ") + std::string(json_string_value(y));
+		json_array_foreach(json_object_get(l, "blocked_by"), j, y) b +=
+		    (b.empty() ? "" : "; ") + std::string(json_string_value(y));
 		printf("  layer %-11s ok=%s%s%s\n", k, s(l, "ok").c_str(),
-		       b.empty() ? "" : "  blocked by: ", b.empty() ? s(l, "note").c_str() : b.c_str());
+		       b.empty() ? "" : "  blocked by: ",
+		       b.empty() ? s(l, "note").c_str() : b.c_str());
 	}
 }
 
@@ -651,27 +668,34 @@ int cmd_simulate(int argc, char **argv)
 		return refuse(r.status().message());
 	const SimResult &s = r.value();
 	if (json) {
-		printf("{\"nodes\": %d, \"racks\": %d, \"rack_size_min\": %d, \"rack_size_max\": %d, "
-		       "\"wave_fraction\": %g, \"min_pass_rate\": %g, \"reboot_minutes\": \"%s\", "
-		       "\"test_minutes\": \"%s\", \"failure_rate\": %g, \"boot_timeout_s\": %g, "
-		       "\"fix_minutes\": %g, \"seed\": %llu,\n",
-		       p.nodes, p.racks, s.rack_min, s.rack_max, p.fraction, p.min_pass,
-		       p.reboot.str().c_str(), p.test.str().c_str(), p.failure_rate, p.boot_timeout * 60,
-		       p.fix_minutes, static_cast<unsigned long long>(p.seed));
-		printf(" \"planned_waves\": %d, \"predicted_s\": %.1f, \"ideal_s\": %.1f, \"stopped\": %s, "
+		printf(
+		    "{\"nodes\": %d, \"racks\": %d, \"rack_size_min\": %d, \"rack_size_max\": %d, "
+		    "\"wave_fraction\": %g, \"min_pass_rate\": %g, \"reboot_minutes\": \"%s\", "
+		    "\"test_minutes\": \"%s\", \"failure_rate\": %g, \"boot_timeout_s\": %g, "
+		    "\"fix_minutes\": %g, \"seed\": %llu,\n",
+		    p.nodes, p.racks, s.rack_min, s.rack_max, p.fraction, p.min_pass,
+		    p.reboot.str().c_str(), p.test.str().c_str(), p.failure_rate,
+		    p.boot_timeout * 60, p.fix_minutes, static_cast<unsigned long long>(p.seed));
+		printf(" \"planned_waves\": %d, \"predicted_s\": %.1f, \"ideal_s\": %.1f, "
+		       "\"stopped\": %s, "
 		       "\"pauses\": %d, \"admitted\": %d, \"failed\": %d, \"boot_timeouts\": %d,\n"
 		       " \"waves\": [",
 		       s.planned_waves, s.total, s.ideal, s.stopped ? "true" : "false", s.pauses,
 		       s.admitted, s.failed, s.boot_timeouts);
 		for (size_t i = 0; i < s.waves.size(); i++) {
 			const SimWave &w = s.waves[i];
-			printf("%s\n  {\"wave\": %d, \"nodes\": %d, \"racks\": %d, \"max_per_rack\": %d, "
-			       "\"admitted\": %d, \"failed\": %d, \"boot_timeouts\": %d, \"pass_rate\": %.4f, "
-			       "\"start_s\": %.1f, \"end_s\": %.1f, \"node_mean_s\": %.1f, \"node_p50_s\": %.1f, "
-			       "\"node_p95_s\": %.1f, \"node_max_s\": %.1f, \"paused\": %s, \"fix_s\": %.1f}",
-			       i ? "," : "", w.wave, w.nodes, w.racks, w.max_per_rack, w.admitted, w.failed,
-			       w.boot_timeouts, w.pass_rate(), w.start, w.end, w.node_mean, w.node_p50,
-			       w.node_p95, w.node_max, w.paused ? "true" : "false", w.fix);
+			printf("%s\n  {\"wave\": %d, \"nodes\": %d, \"racks\": %d, "
+			       "\"max_per_rack\": %d, "
+			       "\"admitted\": %d, \"failed\": %d, \"boot_timeouts\": %d, "
+			       "\"pass_rate\": %.4f, "
+			       "\"start_s\": %.1f, \"end_s\": %.1f, \"node_mean_s\": %.1f, "
+			       "\"node_p50_s\": %.1f, "
+			       "\"node_p95_s\": %.1f, \"node_max_s\": %.1f, \"paused\": %s, "
+			       "\"fix_s\": %.1f}",
+			       i ? "," : "", w.wave, w.nodes, w.racks, w.max_per_rack, w.admitted,
+			       w.failed, w.boot_timeouts, w.pass_rate(), w.start, w.end,
+			       w.node_mean, w.node_p50, w.node_p95, w.node_max,
+			       w.paused ? "true" : "false", w.fix);
 		}
 		printf("\n ]}\n");
 	} else {
@@ -680,27 +704,32 @@ int cmd_simulate(int argc, char **argv)
 		       p.nodes, p.racks, s.rack_min, s.rack_max, p.fraction, s.planned_waves,
 		       p.reboot.str().c_str(), p.test.str().c_str(), p.failure_rate,
 		       static_cast<unsigned long long>(p.seed));
-		printf("%-5s %7s %6s %7s %7s %6s %6s %10s %10s %9s %9s %9s\n", "wave", "nodes", "racks",
-		       "max/rk", "passed", "failed", "boot_t", "start", "end", "node p50", "node p95",
-		       "node max");
+		printf("%-5s %7s %6s %7s %7s %6s %6s %10s %10s %9s %9s %9s\n", "wave", "nodes",
+		       "racks", "max/rk", "passed", "failed", "boot_t", "start", "end", "node p50",
+		       "node p95", "node max");
 		for (const SimWave &w : s.waves) {
-			printf("%-5d %7d %6d %7d %7d %6d %6d %10s %10s %9s %9s %9s%s\n", w.wave, w.nodes,
-			       w.racks, w.max_per_rack, w.admitted, w.failed, w.boot_timeouts,
-			       hms(w.start).c_str(), hms(w.end).c_str(), hms(w.node_p50).c_str(),
-			       hms(w.node_p95).c_str(), hms(w.node_max).c_str(),
-			       !w.paused        ? ""
+			printf("%-5d %7d %6d %7d %7d %6d %6d %10s %10s %9s %9s %9s%s\n", w.wave,
+			       w.nodes, w.racks, w.max_per_rack, w.admitted, w.failed,
+			       w.boot_timeouts, hms(w.start).c_str(), hms(w.end).c_str(),
+			       hms(w.node_p50).c_str(), hms(w.node_p95).c_str(),
+			       hms(w.node_max).c_str(),
+			       !w.paused ? ""
 			       : s.stopped && &w == &s.waves.back()
-			           ? strprintf("  PAUSED (pass rate %.3f < %g)", w.pass_rate(), p.min_pass).c_str()
+			           ? strprintf("  PAUSED (pass rate %.3f < %g)", w.pass_rate(),
+			                       p.min_pass)
+			                 .c_str()
 			           : strprintf("  paused, +%s fix", hms(w.fix).c_str()).c_str());
 		}
-		printf("admitted %d, failed %d, boot timeouts %d, pauses %d\n", s.admitted, s.failed,
-		       s.boot_timeouts, s.pauses);
+		printf("admitted %d, failed %d, boot timeouts %d, pauses %d\n", s.admitted,
+		       s.failed, s.boot_timeouts, s.pauses);
 		if (s.stopped)
-			printf("campaign PAUSED at wave %d after %s (%.0f s); give --fix-minutes M to model "
+			printf("campaign PAUSED at wave %d after %s (%.0f s); give --fix-minutes M "
+			       "to model "
 			       "the admin fix and continue\n",
 			       s.waves.back().wave, hms(s.total).c_str(), s.total);
 		else
-			printf("predicted total: %s (%.0f s); ideal waves x (mean reboot + mean test): %s "
+			printf("predicted total: %s (%.0f s); ideal waves x (mean reboot + mean "
+			       "test): %s "
 			       "(ratio %.3f)\n",
 			       hms(s.total).c_str(), s.total, hms(s.ideal).c_str(),
 			       s.ideal > 0 ? s.total / s.ideal : 0.0);
@@ -710,10 +739,11 @@ int cmd_simulate(int argc, char **argv)
 
 int usage(FILE *f)
 {
-	fprintf(f, "usage: onramp-campaign [--conf F] [--db F] [--topology F] "
-	           "plan|wave|node|open-wave|close-wave|pairs|pair-result|finish|status --id ID ...\n"
-	           "       onramp-campaign simulate --nodes N --racks R ... (simulate --help)\n"
-	           "see the comment at the top of contrib/tools/onramp-campaign.cpp\n");
+	fprintf(f,
+	        "usage: onramp-campaign [--conf F] [--db F] [--topology F] "
+	        "plan|wave|node|open-wave|close-wave|pairs|pair-result|finish|status --id ID ...\n"
+	        "       onramp-campaign simulate --nodes N --racks R ... (simulate --help)\n"
+	        "see the comment at the top of contrib/tools/onramp-campaign.cpp\n");
 	return f == stdout ? kOk : kRefused;
 }
 

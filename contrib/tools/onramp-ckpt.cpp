@@ -197,9 +197,10 @@ int main(int argc, char **argv)
 			auto cfg = Config::load(default_conf_path());
 			keep = cfg.ok() ? cfg->seconds("RollbackWindow") : 7200;
 		}
-		auto r = ckpt::prune(dir, keep, std::chrono::duration_cast<std::chrono::milliseconds>(
-		                                    std::chrono::system_clock::now().time_since_epoch())
-		                                    .count(),
+		auto r = ckpt::prune(dir, keep,
+		                     std::chrono::duration_cast<std::chrono::milliseconds>(
+		                         std::chrono::system_clock::now().time_since_epoch())
+		                         .count(),
 		                     th);
 		if (!r.ok()) {
 			log_error("%s", r.status().message().c_str());

@@ -16,7 +16,8 @@ using namespace onramp;
 
 static int usage(FILE *f)
 {
-	fprintf(f, "usage: onramp-config [--conf FILE] [--node NAME] [--check] [--list] [KEY...]\n");
+	fprintf(f,
+	        "usage: onramp-config [--conf FILE] [--node NAME] [--check] [--list] [KEY...]\n");
 	return f == stdout ? 0 : 2;
 }
 
@@ -59,7 +60,7 @@ int main(int argc, char **argv)
 			printf("%s=%s\n", spec.name,
 			       expand_node(cfg->str(spec.name), node).c_str());
 	for (const auto &k : keys)
-		printf("%s\n", node.empty() ? cfg->str(k).c_str()
-					    : expand_node(cfg->str(k), node).c_str());
+		printf("%s\n",
+		       node.empty() ? cfg->str(k).c_str() : expand_node(cfg->str(k), node).c_str());
 	return 0;
 }

@@ -428,15 +428,17 @@ void collect_migrations(Exposition &e, const Config &cfg)
 	}
 	sqlite3_busy_timeout(db, 2000);
 	query(e, db, "SELECT state, COUNT(*) FROM migrations GROUP BY 1", [&](sqlite3_stmt *st) {
-		e.sample("onramp_migrations", {{"state", col(st, 0)}}, sqlite3_column_double(st, 1));
+		e.sample("onramp_migrations", {{"state", col(st, 0)}},
+		         sqlite3_column_double(st, 1));
 	});
 	query(e, db,
 	      "SELECT m.id, m.job, m.state, (MAX(ev.time_ms) - MIN(ev.time_ms)) / 1000.0 FROM "
 	      "migrations m JOIN events ev ON ev.migration = m.id GROUP BY m.id",
 	      [&](sqlite3_stmt *st) {
-		      e.sample("onramp_migration_duration_seconds",
-		               {{"migration", col(st, 0)}, {"job", col(st, 1)}, {"state", col(st, 2)}},
-		               sqlite3_column_double(st, 3));
+		      e.sample(
+		          "onramp_migration_duration_seconds",
+		          {{"migration", col(st, 0)}, {"job", col(st, 1)}, {"state", col(st, 2)}},
+		          sqlite3_column_double(st, 3));
 	      });
 	sqlite3_close(db);
 }

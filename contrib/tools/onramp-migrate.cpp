@@ -145,9 +145,8 @@ std::map<std::string, std::string> parse_kv(const std::string &line)
 		if (!isalpha(static_cast<unsigned char>(line[i])))
 			continue;
 		size_t j = i;
-		while (j < line.size() &&
-		       (isalnum(static_cast<unsigned char>(line[j])) || line[j] == '_' ||
-		        line[j] == ':' || line[j] == '/'))
+		while (j < line.size() && (isalnum(static_cast<unsigned char>(line[j])) ||
+		                           line[j] == '_' || line[j] == ':' || line[j] == '/'))
 			j++;
 		if (j < line.size() && line[j] == '=')
 			starts.push_back(i);
@@ -194,7 +193,10 @@ JobInfo job_info(uint32_t job)
 	return j;
 }
 
-bool state_running(const std::string &s) { return s == "RUNNING" || s == "CONFIGURING"; }
+bool state_running(const std::string &s)
+{
+	return s == "RUNNING" || s == "CONFIGURING";
+}
 bool state_finished(const std::string &s)
 {
 	return s == "COMPLETED" || s == "FAILED" || s == "CANCELLED" || s == "TIMEOUT" ||
@@ -246,7 +248,8 @@ std::map<std::string, std::string> node_leaves()
 	size_t pos = 0;
 	while (pos < r.out.size()) {
 		size_t nl = r.out.find('\n', pos);
-		std::string line = r.out.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
+		std::string line =
+		    r.out.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
 		pos = nl == std::string::npos ? r.out.size() : nl + 1;
 		auto kv = parse_kv(line);
 		if (kv["Level"] != "0")
@@ -269,28 +272,31 @@ public:
 	Status open(const std::string &path)
 	{
 		if (sqlite3_open_v2(path.c_str(), &db_,
-		                    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+		                    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+		                        SQLITE_OPEN_FULLMUTEX,
 		                    nullptr) != SQLITE_OK)
-			return Status::Error(path + ": " + (db_ ? sqlite3_errmsg(db_) : "cannot open"));
+			return Status::Error(path + ": " +
+			                     (db_ ? sqlite3_errmsg(db_) : "cannot open"));
 		sqlite3_busy_timeout(db_, 10000);
-		return exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
-		            "CREATE TABLE IF NOT EXISTS migrations("
-		            " id INTEGER PRIMARY KEY, job INTEGER NOT NULL,"
-		            " active INTEGER NOT NULL DEFAULT 1, state TEXT NOT NULL,"
-		            " src TEXT NOT NULL, target TEXT NOT NULL, target_nodes INTEGER NOT NULL,"
-		            " from_mode INTEGER NOT NULL, ckpt_dir TEXT NOT NULL,"
-		            " base_gen INTEGER NOT NULL, gen INTEGER NOT NULL DEFAULT 0,"
-		            " signal_ms INTEGER NOT NULL DEFAULT 0, restarts INTEGER NOT NULL,"
-		            " drained TEXT NOT NULL DEFAULT '', admin_comment TEXT NOT NULL DEFAULT '',"
-		            " old_features TEXT NOT NULL DEFAULT '', leaves INTEGER NOT NULL DEFAULT 0,"
-		            " sig INTEGER NOT NULL, ack_s INTEGER NOT NULL, grace_s INTEGER NOT NULL,"
-		            " confirm_s INTEGER NOT NULL, error TEXT NOT NULL DEFAULT '',"
-		            " created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL);"
-		            "CREATE UNIQUE INDEX IF NOT EXISTS one_active_per_job"
-		            " ON migrations(job) WHERE active = 1;"
-		            "CREATE TABLE IF NOT EXISTS events(id INTEGER PRIMARY KEY,"
-		            " migration INTEGER NOT NULL, time_ms INTEGER NOT NULL,"
-		            " state TEXT NOT NULL, message TEXT NOT NULL);");
+		return exec(
+		    "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
+		    "CREATE TABLE IF NOT EXISTS migrations("
+		    " id INTEGER PRIMARY KEY, job INTEGER NOT NULL,"
+		    " active INTEGER NOT NULL DEFAULT 1, state TEXT NOT NULL,"
+		    " src TEXT NOT NULL, target TEXT NOT NULL, target_nodes INTEGER NOT NULL,"
+		    " from_mode INTEGER NOT NULL, ckpt_dir TEXT NOT NULL,"
+		    " base_gen INTEGER NOT NULL, gen INTEGER NOT NULL DEFAULT 0,"
+		    " signal_ms INTEGER NOT NULL DEFAULT 0, restarts INTEGER NOT NULL,"
+		    " drained TEXT NOT NULL DEFAULT '', admin_comment TEXT NOT NULL DEFAULT '',"
+		    " old_features TEXT NOT NULL DEFAULT '', leaves INTEGER NOT NULL DEFAULT 0,"
+		    " sig INTEGER NOT NULL, ack_s INTEGER NOT NULL, grace_s INTEGER NOT NULL,"
+		    " confirm_s INTEGER NOT NULL, error TEXT NOT NULL DEFAULT '',"
+		    " created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL);"
+		    "CREATE UNIQUE INDEX IF NOT EXISTS one_active_per_job"
+		    " ON migrations(job) WHERE active = 1;"
+		    "CREATE TABLE IF NOT EXISTS events(id INTEGER PRIMARY KEY,"
+		    " migration INTEGER NOT NULL, time_ms INTEGER NOT NULL,"
+		    " state TEXT NOT NULL, message TEXT NOT NULL);");
 	}
 	Status exec(const std::string &sql)
 	{
@@ -410,7 +416,8 @@ public:
 		                " VALUES(?1, ?2, ?3, ?4)");
 		e.bind(1, m.id).bind(2, t).bind(3, state).bind(4, msg);
 		e.step();
-		log_info("job %u: %s%s%s", m.job, state.c_str(), msg.empty() ? "" : ": ", msg.c_str());
+		log_info("job %u: %s%s%s", m.job, state.c_str(), msg.empty() ? "" : ": ",
+		         msg.c_str());
 		return Status::Ok();
 	}
 
@@ -419,24 +426,26 @@ public:
 	{
 		std::lock_guard<std::mutex> g(j_.mu);
 		int64_t t = now_ms();
-		Stmt s(j_.db(), "INSERT INTO migrations(job, state, src, target, target_nodes,"
-		                " from_mode, ckpt_dir, base_gen, restarts, admin_comment, sig, ack_s,"
-		                " grace_s, confirm_s, created_ms, updated_ms, old_features, leaves)"
-		                " VALUES(?1,'PLANNED',?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?14,?15,"
-		                "?16)");
+		Stmt s(j_.db(),
+		       "INSERT INTO migrations(job, state, src, target, target_nodes,"
+		       " from_mode, ckpt_dir, base_gen, restarts, admin_comment, sig, ack_s,"
+		       " grace_s, confirm_s, created_ms, updated_ms, old_features, leaves)"
+		       " VALUES(?1,'PLANNED',?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?14,?15,"
+		       "?16)");
 		s.bind(1, m.job).bind(2, m.src).bind(3, m.target).bind(4, m.target_nodes);
 		s.bind(5, m.from_mode).bind(6, m.ckpt_dir).bind(7, m.base_gen).bind(8, m.restarts);
 		s.bind(9, m.admin_comment).bind(10, m.sig).bind(11, m.ack_s).bind(12, m.grace_s);
 		s.bind(13, m.confirm_s).bind(14, t).bind(15, m.old_features).bind(16, m.leaves);
 		int rc = s.step();
 		if (rc == SQLITE_CONSTRAINT) {
-			Stmt q(j_.db(), "SELECT id, state FROM migrations WHERE job=?1 AND active=1");
+			Stmt q(j_.db(),
+			       "SELECT id, state FROM migrations WHERE job=?1 AND active=1");
 			q.bind(1, m.job);
 			q.step();
-			return Status::Error(strprintf("job %u is already being migrated (migration %lld, "
-			                               "state %s); not starting a second one",
-			                               m.job, static_cast<long long>(q.i64(0)),
-			                               q.text(1).c_str()));
+			return Status::Error(
+			    strprintf("job %u is already being migrated (migration %lld, "
+			              "state %s); not starting a second one",
+			              m.job, static_cast<long long>(q.i64(0)), q.text(1).c_str()));
 		}
 		if (rc != SQLITE_DONE)
 			return Status::Error(std::string("journal: ") + sqlite3_errmsg(j_.db()));
@@ -499,8 +508,8 @@ void Migrator::undo_drain(Migration &m, bool)
 			continue;
 		std::string r = node_reason(n);
 		if (r.compare(0, prefix.size(), prefix) != 0) {
-			log_info("node %s: reason '%s' is not this migration's; left as is", n.c_str(),
-			         r.c_str());
+			log_info("node %s: reason '%s' is not this migration's; left as is",
+			         n.c_str(), r.c_str());
 			continue;
 		}
 		Status s = act({"scontrol", "update", "nodename=" + n, "state=resume"});
@@ -567,12 +576,14 @@ bool Migrator::drive_locked(Migration &m)
 			return aborted(s.message());
 		// Drain the source nodes, keeping an admin's reason.
 		std::vector<std::string> drained;
-		std::string reason = strprintf("onramp:MIGRATE: job %u to %s", m.job, m.target.c_str());
+		std::string reason =
+		    strprintf("onramp:MIGRATE: job %u to %s", m.job, m.target.c_str());
 		std::string prefix = "onramp:";
 		for (const auto &n : expand(m.src)) {
 			std::string r = node_reason(n);
 			if (!r.empty() && r.compare(0, prefix.size(), prefix) != 0) {
-				log_info("node %s: keeping the admin's reason '%s'", n.c_str(), r.c_str());
+				log_info("node %s: keeping the admin's reason '%s'", n.c_str(),
+				         r.c_str());
 				continue;
 			}
 			if (!r.empty() && r.compare(0, 15, "onramp:MIGRATE:") != 0)
@@ -601,7 +612,8 @@ bool Migrator::drive_locked(Migration &m)
 		if (!step("SIGNALLING", "")) // signal_ms journaled before the signal
 			return false;
 		if (state_running(j.state)) {
-			Status s = act({"scancel", "--signal=" + std::to_string(m.sig), "--full", jid});
+			Status s =
+			    act({"scancel", "--signal=" + std::to_string(m.sig), "--full", jid});
 			if (!s.ok())
 				return aborted(s.message());
 		}
@@ -656,23 +668,27 @@ bool Migrator::drive_locked(Migration &m)
 				if (t - ended_ms > 5000) {
 					if (!newest)
 						return aborted("job " + jid + " ended (" + j.state +
-						               ") without a new checkpoint; nothing to migrate");
+						               ") without a new checkpoint; "
+						               "nothing to migrate");
 					m.gen = 0;
 					break;
 				}
 			}
 			if (!newest && t > ack_deadline)
-				return aborted(strprintf("no new checkpoint generation in %s within %llds "
-				                         "of the signal; the job keeps running",
-				                         m.ckpt_dir.c_str(), static_cast<long long>(m.ack_s)));
+				return aborted(
+				    strprintf("no new checkpoint generation in %s within %llds "
+				              "of the signal; the job keeps running",
+				              m.ckpt_dir.c_str(), static_cast<long long>(m.ack_s)));
 			if (t > deadline)
-				return aborted(strprintf("generation %llu was not committed within %llds",
-				                         static_cast<unsigned long long>(newest),
-				                         static_cast<long long>(m.ack_s + m.grace_s)));
+				return aborted(
+				    strprintf("generation %llu was not committed within %llds",
+				              static_cast<unsigned long long>(newest),
+				              static_cast<long long>(m.ack_s + m.grace_s)));
 			sleep_s(0.5);
 		}
 		if (!step("CHECKPOINTED",
-		          m.gen ? strprintf("generation %lld committed", static_cast<long long>(m.gen))
+		          m.gen ? strprintf("generation %lld committed",
+		                            static_cast<long long>(m.gen))
 		                : std::string("no new generation (the job stopped by itself)")))
 			return false;
 	}
@@ -694,7 +710,8 @@ bool Migrator::drive_locked(Migration &m)
 		if (!m.gen) {
 			auto l = ckpt::latest(m.ckpt_dir);
 			if (!l.ok())
-				return aborted("no verified checkpoint generation in " + m.ckpt_dir +
+				return aborted("no verified checkpoint generation in " +
+				               m.ckpt_dir +
 				               (note.empty() ? "" : " (" + note + ")"));
 			m.gen = static_cast<int64_t>(l->generation);
 			note += (note.empty() ? "" : "; ") +
@@ -746,14 +763,15 @@ bool Migrator::drive_locked(Migration &m)
 			size_t p = 0;
 			while (p < r.out.size()) {
 				size_t nl = r.out.find('\n', p);
-				std::string n = r.out.substr(p, nl == std::string::npos ? std::string::npos
-				                                                        : nl - p);
+				std::string n = r.out.substr(
+				    p, nl == std::string::npos ? std::string::npos : nl - p);
 				p = nl == std::string::npos ? r.out.size() : nl + 1;
 				if (!n.empty() && !tgt.count(n))
 					all.insert(n);
 			}
-			args[3] = "ExcNodeList=" +
-			          hostlist_compress(std::vector<std::string>(all.begin(), all.end()));
+			args[3] =
+			    "ExcNodeList=" +
+			    hostlist_compress(std::vector<std::string>(all.begin(), all.end()));
 			args.push_back("Features=");
 		} else {
 			args.push_back("Features=" + m.target);
@@ -799,7 +817,8 @@ bool Migrator::drive_locked(Migration &m)
 						on_target = false;
 					if (!m.target_nodes) {
 						std::string f = "," + node_features(n) + ",";
-						if (f.find("," + m.target + ",") == std::string::npos)
+						if (f.find("," + m.target + ",") ==
+						    std::string::npos)
 							on_target = false;
 					}
 				}
@@ -810,19 +829,21 @@ bool Migrator::drive_locked(Migration &m)
 			               static_cast<int64_t>(r->generation) == m.gen;
 			if (on_target && resumed)
 				break;
-			if (j.found && state_finished(j.state) && j.restarts > m.restarts && !on_target) {
+			if (j.found && state_finished(j.state) && j.restarts > m.restarts &&
+			    !on_target) {
 				m.error = "job ended after the release (" + j.state + ")";
 				break;
 			}
 			if (now_ms() > deadline) {
-				m.error = strprintf("not confirmed within %llds (job %s on %s, resumed.json %s)",
-				                    static_cast<long long>(m.confirm_s),
-				                    j.state.c_str(), j.nodes.c_str(),
-				                    r.ok() ? strprintf("generation %llu",
-				                                       static_cast<unsigned long long>(
-				                                           r->generation))
-				                                 .c_str()
-				                           : "missing");
+				m.error = strprintf(
+				    "not confirmed within %llds (job %s on %s, resumed.json %s)",
+				    static_cast<long long>(m.confirm_s), j.state.c_str(),
+				    j.nodes.c_str(),
+				    r.ok()
+				        ? strprintf("generation %llu",
+				                    static_cast<unsigned long long>(r->generation))
+				              .c_str()
+				        : "missing");
 				break;
 			}
 			sleep_s(1);
@@ -860,11 +881,11 @@ bool is_admin()
 
 int usage(FILE *f)
 {
-	fprintf(f,
-	        "usage: onramp-migrate migrate (--jobs IDS | --from NODES) --to FEATURE|NODES\n"
-	        "                      [--dry-run] [--grace S] [--ack-timeout S] [--confirm-timeout S]\n"
-	        "       onramp-migrate resume\n"
-	        "       onramp-migrate status [JOB]\n");
+	fprintf(f, "usage: onramp-migrate migrate (--jobs IDS | --from NODES) --to FEATURE|NODES\n"
+	           "                      [--dry-run] [--grace S] [--ack-timeout S] "
+	           "[--confirm-timeout S]\n"
+	           "       onramp-migrate resume\n"
+	           "       onramp-migrate status [JOB]\n");
 	return f == stdout ? 0 : 2;
 }
 
@@ -922,7 +943,8 @@ int main(int argc, char **argv)
 			auto d = parse_duration(val());
 			if (!d.ok() || d.value() <= 0) {
 				log_error("%s: %s", a.c_str(),
-				          d.ok() ? "must be positive" : d.status().message().c_str());
+				          d.ok() ? "must be positive"
+				                 : d.status().message().c_str());
 				exit(2);
 			}
 			return d.value();
@@ -994,9 +1016,10 @@ int main(int argc, char **argv)
 			size_t p = 0;
 			while (p <= jobs.size()) {
 				size_t c = jobs.find(',', p);
-				std::string id = jobs.substr(p, c == std::string::npos ? std::string::npos
-				                                                       : c - p);
-				if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos) {
+				std::string id = jobs.substr(
+				    p, c == std::string::npos ? std::string::npos : c - p);
+				if (id.empty() ||
+				    id.find_first_not_of("0123456789") != std::string::npos) {
 					log_error("--jobs: '%s' is not a job id", id.c_str());
 					return 2;
 				}
@@ -1010,15 +1033,16 @@ int main(int argc, char **argv)
 				log_error("--from: bad hostlist '%s'", from.c_str());
 				return 2;
 			}
-			CmdResult r = run({"squeue", "-h", "-t", "RUNNING", "-w", from, "-o", "%A"});
+			CmdResult r =
+			    run({"squeue", "-h", "-t", "RUNNING", "-w", from, "-o", "%A"});
 			if (r.rc != 0) {
 				log_error("squeue: %s", r.out.c_str());
 				return 1;
 			}
 			for (size_t p = 0; p < r.out.size();) {
 				size_t nl = r.out.find('\n', p);
-				std::string id = r.out.substr(p, nl == std::string::npos ? std::string::npos
-				                                                         : nl - p);
+				std::string id = r.out.substr(
+				    p, nl == std::string::npos ? std::string::npos : nl - p);
 				if (!id.empty())
 					ids.push_back(static_cast<uint32_t>(atol(id.c_str())));
 				p = nl == std::string::npos ? r.out.size() : nl + 1;
@@ -1041,9 +1065,9 @@ int main(int argc, char **argv)
 			m.ckpt_dir = ckpt_dir_of(j);
 			if (m.ckpt_dir.empty() || !j.requeue || !j.batch) {
 				log_error("job %u: not migratable (%s)", id,
-				          m.ckpt_dir.empty() ? "no onramp:ckpt=DIR in its comment"
-				                             : (!j.batch ? "not a batch job"
-				                                         : "not requeueable"));
+				          m.ckpt_dir.empty()
+				              ? "no onramp:ckpt=DIR in its comment"
+				              : (!j.batch ? "not a batch job" : "not requeueable"));
 				bad = 1;
 				continue;
 			}
@@ -1080,12 +1104,16 @@ int main(int argc, char **argv)
 			m.grace_s = grace > 0 ? grace : cfg->seconds("MigrateGrace");
 			m.confirm_s = confirm > 0 ? confirm : cfg->seconds("MigrateConfirmTimeout");
 			if (dry) {
-				printf("job %u: would move from %s to %s%s (checkpoints %s, newest generation "
-				       "%lld, %lld leaf switch%s, signal %d, ack %llds, grace %llds)\n",
-				       id, m.src.c_str(), to.c_str(), to_nodes ? " (nodes)" : " (feature)",
-				       m.ckpt_dir.c_str(), static_cast<long long>(m.base_gen),
-				       static_cast<long long>(m.leaves), m.leaves == 1 ? "" : "es", sig,
-				       static_cast<long long>(m.ack_s), static_cast<long long>(m.grace_s));
+				printf("job %u: would move from %s to %s%s (checkpoints %s, newest "
+				       "generation "
+				       "%lld, %lld leaf switch%s, signal %d, ack %llds, grace "
+				       "%llds)\n",
+				       id, m.src.c_str(), to.c_str(),
+				       to_nodes ? " (nodes)" : " (feature)", m.ckpt_dir.c_str(),
+				       static_cast<long long>(m.base_gen),
+				       static_cast<long long>(m.leaves), m.leaves == 1 ? "" : "es",
+				       sig, static_cast<long long>(m.ack_s),
+				       static_cast<long long>(m.grace_s));
 				continue;
 			}
 			Status ps = mg.plan(m);

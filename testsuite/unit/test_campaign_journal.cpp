@@ -28,8 +28,9 @@ static void create_is_once_and_keeps_others_tables(void **)
 	// Another flow's table in the same file is left alone.
 	sqlite3 *db;
 	assert_int_equal(sqlite3_open((dir + "/onramp.db").c_str(), &db), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(db, "CREATE TABLE migrate_jobs (id TEXT); "
-	                                  "INSERT INTO migrate_jobs VALUES ('j1')",
+	assert_int_equal(sqlite3_exec(db,
+	                              "CREATE TABLE migrate_jobs (id TEXT); "
+	                              "INSERT INTO migrate_jobs VALUES ('j1')",
 	                              nullptr, nullptr, nullptr),
 	                 SQLITE_OK);
 	sqlite3_close(db);

@@ -23,8 +23,8 @@ static std::vector<Member> racks_of(const std::vector<std::pair<std::string, int
 }
 
 // Checks the invariants and returns the number of waves.
-static size_t check_plan(const std::vector<Member> &members, const std::map<std::string, int> &sizes,
-                         double f)
+static size_t check_plan(const std::vector<Member> &members,
+                         const std::map<std::string, int> &sizes, double f)
 {
 	auto waves = plan_waves(members, sizes, f);
 	assert_true(waves.ok());

@@ -93,8 +93,17 @@ static void pauses_stop_or_cost_the_fix_time(void **)
 
 static void bad_arguments_are_refused(void **)
 {
-	const char *bad[] = {"", "x", "-1", "0", "normal(10)", "normal(-1,2)", "normal(10,-1)",
-	                     "uniform(5,1)", "gamma(1,2)", "normal(10,2", "uniform(0,0)"};
+	const char *bad[] = {"",
+	                     "x",
+	                     "-1",
+	                     "0",
+	                     "normal(10)",
+	                     "normal(-1,2)",
+	                     "normal(10,-1)",
+	                     "uniform(5,1)",
+	                     "gamma(1,2)",
+	                     "normal(10,2",
+	                     "uniform(0,0)"};
 	for (const char *b : bad) {
 		auto d = parse_dist(b, "--test-minutes");
 		assert_false(d.ok());

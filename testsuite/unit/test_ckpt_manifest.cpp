@@ -154,7 +154,7 @@ static void latest_picks_the_newest_verified(void **)
 	make_gen(dir, 2, 200);
 	make_gen(dir, 10, 1000); // numeric, not lexical order
 	assert_int_equal(ckpt::latest(dir)->generation, 10);
-	put(dir, 10, "a.bin", "torn"); // corrupt the newest
+	put(dir, 10, "a.bin", "torn");            // corrupt the newest
 	assert_true(make_dirs(dir + "/11").ok()); // begun, never committed
 	std::vector<std::string> skipped;
 	auto m = ckpt::latest(dir, &skipped);

@@ -175,7 +175,8 @@ static void plan_validation(void **)
 {
 	TopologyConf topo = topo4();
 	auto f = fabric_parse(kFabric, "fabric.json", topo);
-	const std::string w1 = R"({"id": "w1", "reason": "spine add", "start": "2026-12-01T10:00:00Z",
+	const std::string w1 =
+	    R"({"id": "w1", "reason": "spine add", "start": "2026-12-01T10:00:00Z",
  "end": "2026-12-01T12:00:00Z", "leaves": ["leaf2"], "state": "active"})";
 	auto ok = plan_parse(plan_json(w1), "plan.json", topo, &f.value());
 	assert_true(ok.ok());
@@ -188,22 +189,26 @@ static void plan_validation(void **)
 		std::string text;
 		const char *want;
 	} cases[] = {
-	    {plan_json(R"({"id": "w1", "start": "2026-12-01T10:00:00Z", "end": "2026-12-01T12:00:00Z",
+	    {plan_json(
+	         R"({"id": "w1", "start": "2026-12-01T10:00:00Z", "end": "2026-12-01T12:00:00Z",
  "leaves": ["leafX"]})"),
 	     "plan.json: field 'windows[0].leaves[0]': unknown leaf switch 'leafX'"},
-	    {plan_json(R"({"id": "w1", "start": "2026-12-01T10:00:00Z", "end": "2026-12-01T12:00:00Z",
+	    {plan_json(
+	         R"({"id": "w1", "start": "2026-12-01T10:00:00Z", "end": "2026-12-01T12:00:00Z",
  "links": [{"leaf": "leaf1", "spine": "sp7"}]})"),
 	     "window 'w1': links: no uplink leaf1->sp7"},
 	    {plan_json(w1 + "," + R"({"id": "w2", "start": "2026-12-01T11:00:00Z",
  "end": "2026-12-01T13:00:00Z", "leaves": ["leaf3"]})"),
 	     "window 'w2': overlaps window 'w1'"},
-	    {plan_json(R"({"id": "w1", "start": "2026-12-01T10:00:00Z", "end": "2026-12-01T12:00:00Z",
+	    {plan_json(
+	         R"({"id": "w1", "start": "2026-12-01T10:00:00Z", "end": "2026-12-01T12:00:00Z",
  "leaves": ["leaf1", "leaf2", "leaf3"], "state": "active"})"),
 	     "window 'w1' leaves no usable multi-leaf path"},
 	    {plan_json(R"({"id": "w1", "start": "2026-12-01 10:00", "end": "2026-12-01T12:00:00Z",
  "leaves": ["leaf1"]})"),
 	     "field 'windows[0].start'"},
-	    {plan_json(R"({"id": "w1", "start": "2026-12-01T10:00:00Z", "end": "2026-12-01T12:00:00Z",
+	    {plan_json(
+	         R"({"id": "w1", "start": "2026-12-01T10:00:00Z", "end": "2026-12-01T12:00:00Z",
  "leaves": ["leaf1"], "state": "running"})"),
 	     "field 'windows[0].state'"},
 	};
@@ -266,13 +271,14 @@ static PolicyState window_state(const std::string &dir)
 	fputs(kTopo, f);
 	fclose(f);
 	f = fopen(plan.c_str(), "w");
-	fputs(plan_json(R"({"id": "w1", "start": "2026-12-01T10:00:00Z", "end": "2026-12-01T12:00:00Z",
+	fputs(plan_json(
+	          R"({"id": "w1", "start": "2026-12-01T10:00:00Z", "end": "2026-12-01T12:00:00Z",
  "leaves": ["leaf2"], "state": "active"})")
 	          .c_str(),
 	      f);
 	fclose(f);
-	auto cfg = Config::parse("RewirePlan=" + plan + "\nRewireSwitchesWait=5m\n",
-	                         dir + "/onramp.conf");
+	auto cfg =
+	    Config::parse("RewirePlan=" + plan + "\nRewireSwitchesWait=5m\n", dir + "/onramp.conf");
 	if (!cfg.ok())
 		fail_msg("%s", cfg.status().message().c_str());
 	PolicyState st;

@@ -86,13 +86,12 @@ static int _opt_signal(int val, const char *optarg, int remote)
 /* Registered from slurm_spank_init: a static spank_options table is not
  * read in allocator context (sbatch, salloc). */
 static struct spank_option onramp_options[] = {
-	{"checkpoint-dir", "DIR",
-	 "checkpoint directory (onramp-checkpoint(7)); makes the job migratable", 1, 0,
-	 _opt_dir},
-	{"checkpoint-signal", "SIG[@SECONDS]",
-	 "signal asking the job to checkpoint (default from onramp.conf MigrateSignal)", 1, 0,
-	 _opt_signal},
-	SPANK_OPTIONS_TABLE_END};
+    {"checkpoint-dir", "DIR",
+     "checkpoint directory (onramp-checkpoint(7)); makes the job migratable", 1, 0, _opt_dir},
+    {"checkpoint-signal", "SIG[@SECONDS]",
+     "signal asking the job to checkpoint (default from onramp.conf MigrateSignal)", 1, 0,
+     _opt_signal},
+    SPANK_OPTIONS_TABLE_END};
 
 int slurm_spank_init(spank_t sp, int ac, char **av)
 {
@@ -117,11 +116,11 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 		slurm_error("spank/onramp: --checkpoint-signal needs --checkpoint-dir");
 		return -1;
 	}
-	if (opt_dir && spank_job_control_setenv(sp, "ONRAMP_CHECKPOINT_DIR", opt_dir, 1) !=
-	                   ESPANK_SUCCESS)
+	if (opt_dir &&
+	    spank_job_control_setenv(sp, "ONRAMP_CHECKPOINT_DIR", opt_dir, 1) != ESPANK_SUCCESS)
 		return -1;
-	if (opt_signal &&
-	    spank_job_control_setenv(sp, "ONRAMP_CHECKPOINT_SIGNAL", opt_signal, 1) != ESPANK_SUCCESS)
+	if (opt_signal && spank_job_control_setenv(sp, "ONRAMP_CHECKPOINT_SIGNAL", opt_signal, 1) !=
+	                      ESPANK_SUCCESS)
 		return -1;
 	return 0;
 }

@@ -91,8 +91,8 @@ static switch_record_t *_fill(const onramp_topo_t *t, int cnt)
 			bit_set(r->node_bitmap, s.node_index[k]);
 		if (s.level != 0) {
 			r->num_switches = s.num_children;
-			r->switch_index = xcalloc(s.num_children ? s.num_children : 1,
-			                          sizeof(uint16_t));
+			r->switch_index =
+			    xcalloc(s.num_children ? s.num_children : 1, sizeof(uint16_t));
 			memcpy(r->switch_index, s.children, s.num_children * sizeof(uint16_t));
 		}
 		r->switches_dist = xcalloc(cnt, sizeof(uint32_t));
@@ -124,8 +124,7 @@ extern int topo_build_config(void)
 		names[i] = node_record_table_ptr[i] ? node_record_table_ptr[i]->name : NULL;
 	conf = get_extra_conf_path("onramp.conf");
 	topo = get_extra_conf_path("topology.conf");
-	t = onramp_topo_build(conf, topo, names, node_record_count, have_table, msg,
-	                      sizeof(msg));
+	t = onramp_topo_build(conf, topo, names, node_record_count, have_table, msg, sizeof(msg));
 	xfree(names);
 	xfree(conf);
 	xfree(topo);
