@@ -3,7 +3,10 @@
 #include <cstring>
 #include <new>
 
+#include <sys/stat.h>
+
 #include "ctx.hpp"
+#include "rewire/window.hpp"
 #include "hostlist.hpp"
 #include "log.hpp"
 #include "submit.hpp"
@@ -96,6 +99,34 @@ extern "C" int onramp_ctx_reload(onramp_ctx_t *ctx)
 extern "C" void onramp_ctx_destroy(onramp_ctx_t *ctx)
 {
 	delete ctx;
+}
+
+extern "C" void onramp_ctx_stamp(const onramp_ctx_t *ctx, char *buf, size_t buflen)
+{
+	try {
+		std::string out;
+		auto one = [&](const std::string &path) {
+			struct stat sb;
+			if (path.empty())
+				return;
+			if (stat(path.c_str(), &sb) != 0)
+				out += path + ":missing;";
+			else
+				out += onramp::strprintf("%s:%lu:%ld.%09ld:%ld;", path.c_str(),
+				                         (unsigned long)sb.st_ino, (long)sb.st_mtim.tv_sec,
+				                         sb.st_mtim.tv_nsec, (long)sb.st_size);
+		};
+		one(ctx->path);
+		auto cfg = onramp::ctx_config(ctx);
+		if (cfg->is_set("RewirePlan") || cfg->is_set("FabricFile")) {
+			one(cfg->str("RewirePlan"));
+			one(cfg->str("FabricFile"));
+			one(onramp::default_topology_path(*cfg));
+		}
+		copy_out(out, buf, buflen);
+	} catch (...) {
+		copy_out("", buf, buflen);
+	}
 }
 
 extern "C" const char *onramp_ctx_conf_path(const onramp_ctx_t *ctx)

@@ -47,6 +47,14 @@ void onramp_ctx_destroy(onramp_ctx_t *ctx);
 const char *onramp_ctx_conf_path(const onramp_ctx_t *ctx);
 /* How many times a configuration was loaded successfully (1 after create). */
 uint64_t onramp_ctx_generation(const onramp_ctx_t *ctx);
+/*
+ * A stamp of every file the context was loaded from (onramp.conf and the
+ * files it names: rewire plan, fabric, topology.conf): inode, mtime and
+ * size of each, into buf. Changes when any of them is replaced or edited.
+ * File I/O (stat); never call it under slurmctld's locks.
+ */
+void onramp_ctx_stamp(const onramp_ctx_t *ctx, char *buf, size_t buflen);
+
 /* Copy the effective value of key (default applied) into buf; returns 0,
  * or -1 for an unknown key. */
 int onramp_ctx_get(const onramp_ctx_t *ctx, const char *key, char *buf, size_t buflen);

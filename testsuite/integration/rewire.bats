@@ -24,6 +24,11 @@ setup() {
 }
 
 teardown() {
+	# A second cluster a test started ends with the test, pass or fail.
+	if [[ -f $BATS_TEST_TMPDIR/second-cluster ]]; then
+		"$ONRAMP_CLUSTER_TOOL" stop --dir "$(cat "$BATS_TEST_TMPDIR/second-cluster")" >/dev/null 2>&1 || true
+		rm -rf "$(cat "$BATS_TEST_TMPDIR/second-cluster")"
+	fi
 	scancel --quiet --user "$(id -un)" || true
 	rm -f "$PLAN"
 	if [[ -f $BATS_TEST_TMPDIR/onramp.conf.orig ]]; then
@@ -72,6 +77,7 @@ job_nodes() {
 	local dir tree_topo onramp_topo
 	dir=$(mktemp -d /tmp/onramp-treecmp.XXXXXX)
 	chmod 755 "$dir"
+	echo "$dir" >"$BATS_TEST_TMPDIR/second-cluster"
 	env ONRAMP_CTLD_PORT=16897 ONRAMP_SLURMD_PORT_BASE=17900 \
 		"$ONRAMP_CLUSTER_TOOL" start --dir "$dir" --nodes 8 --racks 4 --onramp no \
 		--job-submit none --topology-plugin topology/tree >/dev/null

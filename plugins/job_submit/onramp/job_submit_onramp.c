@@ -46,29 +46,19 @@ static time_t _conf_update_time(void)
 	return t;
 }
 
-/* Identity of onramp.conf's content as the file system reports it. */
-static void _stamp(char *buf, size_t len)
-{
-	struct stat sb;
-
-	if (stat(onramp_ctx_conf_path(ctx), &sb))
-		snprintf(buf, len, "missing");
-	else
-		snprintf(buf, len, "%lu:%ld.%09ld:%ld", (unsigned long)sb.st_ino,
-		         (long)sb.st_mtim.tv_sec, sb.st_mtim.tv_nsec, (long)sb.st_size);
-}
-
 /*
  * Re-read onramp.conf whenever slurmctld re-read its own configuration.
- * slurm_conf.last_update has one-second resolution, so a reconfigure in the
- * same second as our last load is caught by the file having changed since.
+ * slurm_conf.last_update has one-second resolution, so the files themselves
+ * are watched too: a change of onramp.conf, the rewire plan, the fabric file
+ * or topology.conf is read within a second, reconfigure or not (a bad file
+ * is logged and the last good state kept, as at reconfigure).
  */
 static void *_watch(void *arg)
 {
-	time_t seen = _conf_update_time(), loaded_at = time(NULL);
-	char stamp[128], now_stamp[128];
+	time_t seen = _conf_update_time();
+	char stamp[4096], now_stamp[4096];
 
-	_stamp(stamp, sizeof(stamp));
+	onramp_ctx_stamp(ctx, stamp, sizeof(stamp));
 	slurm_mutex_lock(&watch_mu);
 	while (!watch_stop) {
 		struct timespec ts;
@@ -81,10 +71,9 @@ static void *_watch(void *arg)
 			break;
 		slurm_mutex_unlock(&watch_mu);
 		now = _conf_update_time();
-		_stamp(now_stamp, sizeof(now_stamp));
-		if ((now != seen) || ((now >= loaded_at) && strcmp(now_stamp, stamp))) {
+		onramp_ctx_stamp(ctx, now_stamp, sizeof(now_stamp));
+		if ((now != seen) || strcmp(now_stamp, stamp)) {
 			seen = now;
-			loaded_at = time(NULL);
 			strlcpy(stamp, now_stamp, sizeof(stamp));
 			(void)onramp_ctx_reload(ctx);
 		}
