@@ -96,6 +96,7 @@ sources() {
 		usr/libexec/onramp/onramp-lib.sh usr/libexec/onramp/onrampctl-migrate \
 		usr/share/man/man8/onramp-metrics.8.gz usr/share/man/man8/onramp-rewire.8.gz \
 		usr/share/man/man8/onrampctl.8.gz usr/share/man/man5/onramp.conf.5.gz \
+		usr/share/man/man8/onramp-prolog.8.gz usr/share/man/man8/onramp-epilog.8.gz \
 		usr/share/onramp/prometheus/onramp-rules.yml usr/share/onramp/grafana/onramp-dashboard.json \
 		usr/share/doc/onramp/examples/onramp.conf.example \
 		lib/systemd/system/onramp-metrics.service lib/systemd/system/onramp-metrics-node.timer; do
