@@ -415,6 +415,7 @@ void collect_journal(Exposition &e, const Config &cfg)
 void collect_migrations(Exposition &e, const Config &cfg)
 {
 	e.family("onramp_migrations", "gauge", "Migrations by state.");
+	// The Slurm job is "job_id": "job" is Prometheus' own target label.
 	e.family("onramp_migration_duration_seconds", "gauge",
 	         "From a migration's first journaled step to its last (so far).");
 	std::string path = cfg.str("StateDir") + "/migrate.db";
@@ -435,10 +436,11 @@ void collect_migrations(Exposition &e, const Config &cfg)
 	      "SELECT m.id, m.job, m.state, (MAX(ev.time_ms) - MIN(ev.time_ms)) / 1000.0 FROM "
 	      "migrations m JOIN events ev ON ev.migration = m.id GROUP BY m.id",
 	      [&](sqlite3_stmt *st) {
-		      e.sample(
-		          "onramp_migration_duration_seconds",
-		          {{"migration", col(st, 0)}, {"job", col(st, 1)}, {"state", col(st, 2)}},
-		          sqlite3_column_double(st, 3));
+		      e.sample("onramp_migration_duration_seconds",
+		               {{"migration", col(st, 0)},
+		                {"job_id", col(st, 1)},
+		                {"state", col(st, 2)}},
+		               sqlite3_column_double(st, 3));
 	      });
 	sqlite3_close(db);
 }

@@ -70,3 +70,20 @@ configure_with() {
 	[[ $output == *"using cached configured tree"* ]]
 	[ "${lines[-1]}" = "$SLURM_SRC" ]
 }
+
+# (packaging.bats checks that make install installs each of them.)
+@test "every manual page renders without warnings (groff -ww, man --warnings)" {
+	local f out
+	for f in "$ONRAMP_REPO"/doc/man/*.[1-8]; do
+		# A ".so manN/page.N" page only points to another.
+		if read -r so target <"$f" && [[ $so == .so ]]; then
+			[[ -f $ONRAMP_REPO/doc/man/${target#*/} ]] ||
+				{ echo "${f##*/}: .so to a missing page $target" >&2; false; }
+			continue
+		fi
+		out=$(groff -man -ww -z "$f" 2>&1)
+		[ -z "$out" ] || { echo "${f##*/}: $out" >&2; false; }
+		out=$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -l "$f" 2>&1 >/dev/null)
+		[ -z "$out" ] || { echo "${f##*/}: $out" >&2; false; }
+	done
+}
