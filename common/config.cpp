@@ -57,6 +57,16 @@ const std::vector<KeySpec> &config_schema()
 	     "at most this fraction of a rack is rebooted or under admission at once"},
 	    {"MinWavePassRate", KeyType::Double, "0.8", nullptr, 0.01, 1.0,
 	     "an expansion wave must admit this fraction of its nodes before the next wave opens"},
+	    {"ExpandSmokeCommand", KeyType::String, nullptr, nullptr, 0, 0,
+	     "the application smoke test an expansion campaign runs once per task on each new "
+	     "node of a rack (srun, one task per node); unset: each node reports its name"},
+	    {"ExpandSmokeTimeout", KeyType::Duration, "600", nullptr, 10, 86400,
+	     "how long a rack's smoke job may take, pending included, before it counts as failed"},
+	    {"AlertRulesFile", KeyType::Path, "/etc/prometheus/rules/onramp-rules.yml", nullptr, 0,
+	     0, "where Prometheus loads onramp's alert rules from (checked by onrampctl report)"},
+	    {"MetricsTextfileDir", KeyType::Path, nullptr, nullptr, 0, 0,
+	     "node_exporter's textfile directory where onramp-metrics node writes; onrampctl "
+	     "report checks each new node has its file there"},
 	    {"RollbackWindow", KeyType::Duration, "7200", nullptr, 0, 30 * 86400,
 	     "how long the previous checkpoint generation is kept after a migration"},
 	    {"FabricFile", KeyType::Path, nullptr, nullptr, 0, 0,

@@ -51,6 +51,11 @@ CREATE TABLE IF NOT EXISTS expand_pairs (
   peer TEXT NOT NULL, peer_rack TEXT NOT NULL,
   result TEXT NOT NULL DEFAULT '', detail TEXT NOT NULL DEFAULT '', time INTEGER,
   PRIMARY KEY (campaign, node, peer));
+CREATE TABLE IF NOT EXISTS expand_smoke (
+  campaign TEXT NOT NULL, rack TEXT NOT NULL, nodes TEXT NOT NULL,
+  job TEXT NOT NULL DEFAULT '', result TEXT NOT NULL DEFAULT '',
+  detail TEXT NOT NULL DEFAULT '', time INTEGER,
+  PRIMARY KEY (campaign, rack));
 )SQL";
 
 // One prepared statement; binds by position, finalized on destruction.
@@ -396,6 +401,42 @@ Status Journal::set_pair(const std::string &id, const std::string &node, const s
 	Status st = run(u, "set pair");
 	if (st.ok() && sqlite3_changes(db_) == 0)
 		return Status::Error("campaign " + id + " has no pair " + node + "/" + peer);
+	return st;
+}
+
+Result<std::vector<SmokeRow>> Journal::smokes(const std::string &id)
+{
+	Stmt q(db_, "SELECT rack, nodes, job, result, detail, time FROM expand_smoke "
+	            "WHERE campaign = ? ORDER BY rack");
+	if (!q.ok())
+		return q.error("smokes");
+	q.bind(1, id);
+	std::vector<SmokeRow> out;
+	int rc;
+	while ((rc = q.step()) == SQLITE_ROW)
+		out.push_back(
+		    {q.text(0), q.text(1), q.text(2), q.text(3), q.text(4), q.integer(5)});
+	if (rc != SQLITE_DONE)
+		return q.error("smokes");
+	return out;
+}
+
+Status Journal::add_smoke(const std::string &id, const std::string &rack, const std::string &nodes)
+{
+	Stmt u(db_, "INSERT OR IGNORE INTO expand_smoke (campaign, rack, nodes) VALUES (?,?,?)");
+	u.bind(1, id).bind(2, rack).bind(3, nodes);
+	return run(u, "add smoke");
+}
+
+Status Journal::set_smoke(const std::string &id, const std::string &rack, const std::string &job,
+                          const std::string &result, const std::string &detail, int64_t now)
+{
+	Stmt u(db_, "UPDATE expand_smoke SET job = ?, result = ?, detail = ?, time = ? "
+	            "WHERE campaign = ? AND rack = ?");
+	u.bind(1, job).bind(2, result).bind(3, detail).bind(4, now).bind(5, id).bind(6, rack);
+	Status st = run(u, "set smoke");
+	if (st.ok() && sqlite3_changes(db_) == 0)
+		return Status::Error("campaign " + id + " has no smoke job for rack " + rack);
 	return st;
 }
 

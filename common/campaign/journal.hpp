@@ -59,6 +59,16 @@ struct PairRow {
 	int64_t time = 0;
 };
 
+// The application layer: one smoke job per rack, on the rack's admitted new
+// nodes, after the cross-rack validation.
+struct SmokeRow {
+	std::string rack, nodes; // nodes: Slurm hostlist
+	std::string job;         // Slurm job id, "" until submitted
+	std::string result;      // "" not run, running, pass, fail
+	std::string detail;
+	int64_t time = 0;
+};
+
 class Journal {
 public:
 	// Opens (creating) the database with busy_timeout and WAL, and creates the
@@ -91,6 +101,11 @@ public:
 	Status add_pair(const std::string &id, const Pair &p);
 	Status set_pair(const std::string &id, const std::string &node, const std::string &peer,
 	                const std::string &result, const std::string &detail, int64_t now);
+	Result<std::vector<SmokeRow>> smokes(const std::string &id);
+	// Adds the rack's smoke row unless the rack has one.
+	Status add_smoke(const std::string &id, const std::string &rack, const std::string &nodes);
+	Status set_smoke(const std::string &id, const std::string &rack, const std::string &job,
+	                 const std::string &result, const std::string &detail, int64_t now);
 
 	// Nodes of nodes that belong to another campaign that is not done:
 	// "node (campaign ID, STATE)".

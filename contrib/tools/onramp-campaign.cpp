@@ -16,7 +16,16 @@
 //     pairs                cross-rack pairs to run: "NODE RACK PEER PEER_RACK"
 //     pair-result --node N --peer P --result pass|fail|inconclusive [--detail D]
 //     finish               mark the campaign done
-//     status [--json] [--slurm-state FILE] [--budget S]   (no --id: all)
+//     smoke                the application layer's smoke jobs still to pass,
+//                          planned once per rack of admitted nodes:
+//                          "RACK NODES JOB RESULT" ('-' for none)
+//     smoke-result --rack R --result running|pass|fail [--job J] [--detail D]
+//     smoke-close          exit 0 when every rack's smoke job passed, else
+//                          pauses the campaign (why in the status), exit 3
+//     status|report [--json] [--slurm-state FILE] [--slurm-topology FILE]
+//         [--exporter ok|WHY] [--budget S]   (no --id: all campaigns)
+//         FILE: sinfo -h -N -o '%N %T %b %P %a'; scontrol show topology.
+//         report prints the five layers per campaign, rack and wave
 //   onramp-campaign simulate --nodes N --racks R [--wave-fraction F]
 //       [--min-pass R] [--reboot-minutes DIST] [--test-minutes DIST]
 //       [--failure-rate P] [--boot-timeout S] [--fix-minutes M] [--seed S] [--json]
@@ -34,9 +43,12 @@
 #include <string>
 #include <vector>
 
+#include <sys/stat.h>
+
 #include "admit/record.hpp"
 #include "atomic_file.hpp"
 #include "campaign/journal.hpp"
+#include "campaign/layers.hpp"
 #include "campaign/planner.hpp"
 #include "campaign/simulate.hpp"
 #include "config.hpp"
@@ -53,7 +65,7 @@ enum { kOk = 0, kError = 1, kRefused = 2, kBelowRate = 3 };
 
 struct Args {
 	std::string cmd, conf, db, topology, id, nodes, node, state, code, detail, peer, result,
-	    slurm_state;
+	    slurm_state, slurm_topology, exporter, rack, job;
 	double fraction = -1, min_pass = -1;
 	int64_t boot_timeout = -1, budget = 45 * 60;
 	int wave = 0;
@@ -63,6 +75,10 @@ struct Args {
 int64_t now()
 {
 	return static_cast<int64_t>(time(nullptr));
+}
+std::string dash_or(const std::string &s)
+{
+	return s.empty() ? "-" : s;
 }
 std::string iso(int64_t t)
 {
@@ -266,42 +282,138 @@ int cmd_pairs(Journal &j, const Args &a)
 	return kOk;
 }
 
-// "node STATE FEATURES" lines (sinfo -N -h -o '%N %T %b').
-std::map<std::string, std::pair<std::string, std::string>> read_slurm_state(const std::string &p)
+// The application layer's smoke jobs: one per rack with admitted nodes,
+// planned once. Prints "RACK NODES JOB RESULT" ('-' for none) for each rack
+// whose smoke job has not passed.
+int cmd_smoke(Journal &j, const Args &a)
 {
-	std::map<std::string, std::pair<std::string, std::string>> out;
-	if (p.empty())
-		return out;
-	auto text = read_file(p);
-	if (!text.ok())
-		return out;
-	size_t pos = 0;
-	const std::string &t = text.value();
-	while (pos < t.size()) {
-		size_t e = t.find('\n', pos);
-		std::string line =
-		    t.substr(pos, e == std::string::npos ? std::string::npos : e - pos);
-		pos = e == std::string::npos ? t.size() : e + 1;
-		char n[256], s[256], f[1024];
-		if (sscanf(line.c_str(), "%255s %255s %1023s", n, s, f) == 3)
-			out[n] = {s, f};
+	auto nodes = j.nodes(a.id);
+	auto smokes = j.smokes(a.id);
+	if (!nodes.ok() || !smokes.ok())
+		return fail(!nodes.ok() ? nodes.status() : smokes.status());
+	if (smokes->empty()) {
+		std::map<std::string, std::vector<std::string>> by_rack;
+		for (const auto &n : nodes.value())
+			if (n.state == "admitted")
+				by_rack[n.rack].push_back(n.node);
+		for (const auto &[rack, list] : by_rack) {
+			Status st = j.add_smoke(a.id, rack, hostlist_compress(list));
+			if (!st.ok())
+				return fail(st);
+		}
+		smokes = j.smokes(a.id);
+		if (!smokes.ok())
+			return fail(smokes.status());
 	}
-	return out;
+	for (const auto &s : smokes.value())
+		if (s.result != "pass")
+			printf("%s %s %s %s\n", s.rack.c_str(), s.nodes.c_str(),
+			       dash_or(s.job).c_str(), dash_or(s.result).c_str());
+	return kOk;
 }
 
-Json campaign_report(Journal &j, const CampaignRow &c, const Args &a,
-                     const std::map<std::string, std::pair<std::string, std::string>> &slurm,
-                     const std::map<std::string, int> &sizes, const std::string &feature)
+// Exit 0 when every rack's smoke job passed; else pauses the campaign with
+// the failures and exits 3.
+int cmd_smoke_close(Journal &j, const Args &a)
+{
+	auto smokes = j.smokes(a.id);
+	if (!smokes.ok())
+		return fail(smokes.status());
+	std::string failed;
+	for (const auto &s : smokes.value())
+		if (s.result != "pass")
+			failed += (failed.empty() ? "" : "; ") + s.rack + " (job " +
+			          dash_or(s.job) + ": " +
+			          (s.detail.empty() ? dash_or(s.result) : s.detail) + ")";
+	if (failed.empty())
+		return kOk;
+	std::string why = "paused: application smoke job failed on rack " + failed +
+	                  "; fix it and run expand again";
+	Status st = j.set_campaign(a.id, "paused", why, now());
+	if (!st.ok())
+		return fail(st);
+	printf("%s\n", why.c_str());
+	return kBelowRate;
+}
+
+// The facts the layered view needs beyond the journal: Slurm's view (files
+// the orchestrator wrote), the operations checks, and the pairs and smoke
+// jobs of the campaign.
+struct Facts {
+	LayerFacts base;
+	std::map<std::string, int> sizes;
+};
+
+std::string check_rules(const std::string &path)
+{
+	if (path.empty())
+		return "AlertRulesFile not set";
+	auto t = read_file(path, 4u << 20);
+	if (!t.ok())
+		return t.status().message(); // names the file
+	if (t->find("alert:") == std::string::npos)
+		return path + ": no alert rules in it";
+	return "ok";
+}
+
+Facts gather_facts(const Args &a, const Config &cfg)
+{
+	Facts f;
+	std::map<std::string, std::string> leaf_of;
+	load_racks(a, &leaf_of, &f.sizes); // optional here: caps shown when readable
+	f.base.feature = cfg.str("AdmittedFeature");
+	if (!a.slurm_state.empty()) {
+		auto t = read_file(a.slurm_state);
+		if (t.ok()) {
+			f.base.have_slurm = true;
+			f.base.slurm = parse_sinfo(t.value());
+		}
+	}
+	if (!a.slurm_topology.empty()) {
+		auto t = read_file(a.slurm_topology);
+		if (t.ok()) {
+			f.base.have_topology = true;
+			f.base.leaves = parse_live_topology(t.value());
+		}
+	}
+	f.base.exporter = a.exporter;
+	f.base.rules = check_rules(cfg.str("AlertRulesFile"));
+	f.base.textfile_dir = cfg.str("MetricsTextfileDir");
+	return f;
+}
+
+Json layers_json(const std::vector<Layer> &layers)
+{
+	Json o = Json::object();
+	for (const auto &l : layers) {
+		Json x = Json::object();
+		if (l.ok < 0)
+			x.set_null("ok");
+		else
+			x.set_bool("ok", l.ok == 1);
+		Json b = Json::array();
+		for (const auto &why : l.blocked_by)
+			b.push(why);
+		x.set("blocked_by", b);
+		if (!l.note.empty())
+			x.set("note", l.note);
+		o.set(l.name.c_str(), x);
+	}
+	return o;
+}
+
+Json campaign_report(Journal &j, const CampaignRow &c, const Args &a, const Facts &facts)
 {
 	auto nodes = j.nodes(c.id);
 	auto waves = j.waves(c.id);
 	auto events = j.events(c.id);
 	auto pairs = j.pairs(c.id);
+	auto smokes = j.smokes(c.id);
 	Json r = Json::object();
 	r.set("id", c.id).set("nodes", c.nodes).set("state", c.state).set("status", c.status);
 	r.set("wave_fraction", c.fraction).set("min_pass_rate", c.min_pass);
 	r.set("boot_timeout_s", c.boot_timeout).set("budget_s", a.budget);
-	if (!nodes.ok() || !waves.ok() || !events.ok() || !pairs.ok()) {
+	if (!nodes.ok() || !waves.ok() || !events.ok() || !pairs.ok() || !smokes.ok()) {
 		r.set("error", "journal unreadable");
 		return r;
 	}
@@ -316,13 +428,28 @@ Json campaign_report(Journal &j, const CampaignRow &c, const Args &a,
 		return o;
 	};
 	std::vector<const NodeRow *> all;
+	std::set<std::string> all_racks;
 	std::map<int, std::vector<const NodeRow *>> by_wave;
+	std::map<int, std::set<std::string>> wave_racks;
 	std::map<std::string, std::vector<const NodeRow *>> by_rack;
 	for (const auto &n : nodes.value()) {
 		all.push_back(&n);
+		all_racks.insert(n.rack);
 		by_wave[n.wave].push_back(&n);
+		wave_racks[n.wave].insert(n.rack);
 		by_rack[n.rack].push_back(&n);
 	}
+	LayerFacts lf = facts.base;
+	lf.campaign_racks = static_cast<int>(by_rack.size());
+	lf.pairs = pairs.value();
+	lf.smokes = smokes.value();
+	if (!lf.textfile_dir.empty())
+		for (const auto &n : nodes.value()) {
+			struct stat sb;
+			if (stat((lf.textfile_dir + "/onramp-" + n.node + ".prom").c_str(), &sb) ==
+			    0)
+				lf.textfiles.insert(n.node);
+		}
 	r.set("counts", counts(all));
 	Json wj = Json::array();
 	for (const auto &w : waves.value()) {
@@ -332,6 +459,8 @@ Json campaign_report(Journal &j, const CampaignRow &c, const Args &a,
 			o.set("opened", iso(w.opened));
 		if (w.closed)
 			o.set("closed", iso(w.closed));
+		o.set("layers",
+		      layers_json(compute_layers(by_wave[w.wave], wave_racks[w.wave], lf)));
 		wj.push(o);
 	}
 	r.set("waves", wj);
@@ -357,14 +486,22 @@ Json campaign_report(Journal &j, const CampaignRow &c, const Args &a,
 	for (const auto &[rack, list] : by_rack) {
 		Json o = Json::object();
 		o.set("rack", rack).set("counts", counts(list)).set("max_in_flight", peak[rack]);
-		auto sz = sizes.find(rack);
-		if (sz != sizes.end())
+		auto sz = facts.sizes.find(rack);
+		if (sz != facts.sizes.end())
 			o.set("size", sz->second).set("cap", rack_cap(sz->second, c.fraction));
+		for (const auto &sm : lf.smokes)
+			if (sm.rack == rack) {
+				Json x = Json::object();
+				x.set("nodes", sm.nodes).set("job", sm.job);
+				x.set("result", sm.result.empty() ? "pending" : sm.result);
+				x.set("detail", sm.detail);
+				o.set("smoke", x);
+			}
+		o.set("layers", layers_json(compute_layers(list, {rack}, lf)));
 		rj.push(o);
 	}
 	r.set("racks", rj);
 	Json nj = Json::array();
-	Json node_block = Json::array(), plat_block = Json::array(), net_block = Json::array();
 	int over = 0;
 	for (const auto &n : nodes.value()) {
 		Json o = Json::object();
@@ -390,32 +527,6 @@ Json campaign_report(Journal &j, const CampaignRow &c, const Args &a,
 			over += over_budget;
 		}
 		nj.push(o);
-		if (n.state != "admitted")
-			node_block.push(n.node + ": " + (n.code.empty() ? n.state : n.code));
-		if (n.code.rfind("PORT_", 0) == 0 || n.code.rfind("PAIR_", 0) == 0)
-			net_block.push(n.node + ": " + n.code);
-		if (!slurm.empty() && n.state == "admitted") {
-			auto s = slurm.find(n.node);
-			std::string why;
-			if (s == slurm.end())
-				why = "not in sinfo";
-			else {
-				std::string st = s->second.first;
-				std::transform(st.begin(), st.end(), st.begin(), ::tolower);
-				if (st.find("drain") != std::string::npos ||
-				    st.find("down") != std::string::npos ||
-				    st.find("maint") != std::string::npos ||
-				    st.find("reserved") != std::string::npos ||
-				    st.find("reboot") != std::string::npos ||
-				    st.find("fail") != std::string::npos)
-					why = "state " + s->second.first;
-				else if (("," + s->second.second + ",").find("," + feature + ",") ==
-				         std::string::npos)
-					why = "feature " + feature + " not active";
-			}
-			if (!why.empty())
-				plat_block.push(n.node + ": " + why);
-		}
 	}
 	r.set("nodes_detail", nj).set("over_budget", over);
 	Json pj = Json::array();
@@ -439,41 +550,16 @@ Json campaign_report(Journal &j, const CampaignRow &c, const Args &a,
 			ppending++;
 		} else {
 			pfail++;
-			net_block.push(p.node + "<->" + p.peer + ": pair " + p.result +
-			               (p.detail.empty() ? "" : " (" + p.detail + ")"));
 		}
 	}
 	r.set("pairs", pj);
 	Json racks_cov = Json::array();
 	for (const auto &rk : racks_paired)
 		racks_cov.push(rk);
-	for (const auto &[rack, _] : by_rack)
-		if (!racks_paired.count(rack) && by_rack.size() > 1)
-			net_block.push("rack " + rack + ": no passing cross-rack pair yet");
-	auto layer = [](Json blocked) {
-		Json o = Json::object();
-		o.set_bool("ok", json_array_size(blocked.get()) == 0);
-		o.set("blocked_by", blocked);
-		return o;
-	};
-	Json layers = Json::object();
-	layers.set("node", layer(node_block));
-	Json net = layer(net_block);
+	Json layers = layers_json(compute_layers(all, all_racks, lf));
+	Json net = Json::adopt(json_incref(json_object_get(layers.get(), "network")));
 	net.set("pairs_passed", ppass).set("pairs_failed", pfail).set("pairs_pending", ppending);
 	net.set("racks_covered", racks_cov);
-	layers.set("network", net);
-	if (slurm.empty()) {
-		Json p = Json::object();
-		p.set_null("ok");
-		p.set("note", "no Slurm state given");
-		layers.set("platform", p);
-	} else {
-		layers.set("platform", layer(plat_block));
-	}
-	Json app = Json::object();
-	app.set_null("ok");
-	app.set("note", "not checked by onramp yet (smoke job per rack)");
-	layers.set("application", app);
 	r.set("layers", layers);
 	return r;
 }
@@ -554,6 +640,63 @@ void print_text(const Json &r)
 	}
 }
 
+// onrampctl report: the five layers per campaign, rack and wave, and what
+// blocks each.
+void print_report(const Json &r)
+{
+	const json_t *o = r.get();
+	auto str = [](const json_t *x, const char *k) {
+		const json_t *v = json_object_get(x, k);
+		return std::string(json_is_string(v) ? json_string_value(v) : "");
+	};
+	auto cell = [](const json_t *layers, const char *name) {
+		const json_t *ok = json_object_get(json_object_get(layers, name), "ok");
+		return json_is_true(ok) ? "ok" : json_is_false(ok) ? "BLOCKED" : "n/a";
+	};
+	printf("campaign %s: %s\n", str(o, "id").c_str(), str(o, "state").c_str());
+	if (!str(o, "status").empty())
+		printf("  status: %s\n", str(o, "status").c_str());
+	std::vector<std::pair<std::string, const json_t *>> cols = {
+	    {"campaign", json_object_get(o, "layers")}};
+	size_t i;
+	json_t *x;
+	json_array_foreach(json_object_get(o, "racks"), i, x)
+	    cols.push_back({str(x, "rack"), json_object_get(x, "layers")});
+	json_array_foreach(json_object_get(o, "waves"), i, x) cols.push_back(
+	    {strprintf("wave%lld",
+	               static_cast<long long>(json_integer_value(json_object_get(x, "wave")))),
+	     json_object_get(x, "layers")});
+	printf("  %-12s", "LAYER");
+	for (const auto &c : cols)
+		printf(" %-9s", c.first.c_str());
+	printf("\n");
+	for (int k = 0; kLayerNames[k]; k++) {
+		printf("  %-12s", kLayerNames[k]);
+		for (const auto &c : cols)
+			printf(" %-9s", cell(c.second, kLayerNames[k]));
+		printf("\n");
+	}
+	json_array_foreach(json_object_get(o, "racks"), i, x)
+	{
+		const json_t *sm = json_object_get(x, "smoke");
+		if (sm)
+			printf("  smoke %s: %s (job %s on %s)%s%s\n", str(x, "rack").c_str(),
+			       str(sm, "result").c_str(), dash_or(str(sm, "job")).c_str(),
+			       str(sm, "nodes").c_str(), str(sm, "detail").empty() ? "" : ": ",
+			       str(sm, "detail").c_str());
+	}
+	const json_t *layers = json_object_get(o, "layers");
+	for (int k = 0; kLayerNames[k]; k++) {
+		const json_t *l = json_object_get(layers, kLayerNames[k]);
+		size_t n;
+		json_t *y;
+		json_array_foreach(json_object_get(l, "blocked_by"), n, y)
+		    printf("  %s blocked: %s\n", kLayerNames[k], json_string_value(y));
+		if (!str(l, "note").empty())
+			printf("  %s note: %s\n", kLayerNames[k], str(l, "note").c_str());
+	}
+}
+
 int cmd_status(Journal &j, const Args &a, const Config &cfg)
 {
 	std::vector<CampaignRow> list;
@@ -571,13 +714,10 @@ int cmd_status(Journal &j, const Args &a, const Config &cfg)
 			return fail(all.status());
 		list = all.value();
 	}
-	std::map<std::string, std::string> leaf_of;
-	std::map<std::string, int> sizes;
-	load_racks(a, &leaf_of, &sizes); // optional here: caps shown when readable
-	auto slurm = read_slurm_state(a.slurm_state);
+	Facts facts = gather_facts(a, cfg);
 	Json out = Json::array();
 	for (const auto &c : list)
-		out.push(campaign_report(j, c, a, slurm, sizes, cfg.str("AdmittedFeature")));
+		out.push(campaign_report(j, c, a, facts));
 	if (a.json) {
 		Json root = Json::object();
 		root.set("campaigns", out);
@@ -587,7 +727,13 @@ int cmd_status(Journal &j, const Args &a, const Config &cfg)
 			printf("no expansion campaigns\n");
 		size_t i;
 		json_t *x;
-		json_array_foreach(out.get(), i, x) print_text(Json::adopt(json_incref(x)));
+		json_array_foreach(out.get(), i, x)
+		{
+			if (a.cmd == "report")
+				print_report(Json::adopt(json_incref(x)));
+			else
+				print_text(Json::adopt(json_incref(x)));
+		}
 	}
 	return kOk;
 }
@@ -739,11 +885,11 @@ int cmd_simulate(int argc, char **argv)
 
 int usage(FILE *f)
 {
-	fprintf(f,
-	        "usage: onramp-campaign [--conf F] [--db F] [--topology F] "
-	        "plan|wave|node|open-wave|close-wave|pairs|pair-result|finish|status --id ID ...\n"
-	        "       onramp-campaign simulate --nodes N --racks R ... (simulate --help)\n"
-	        "see the comment at the top of contrib/tools/onramp-campaign.cpp\n");
+	fprintf(f, "usage: onramp-campaign [--conf F] [--db F] [--topology F] "
+	           "plan|wave|node|open-wave|close-wave|pairs|pair-result|smoke|smoke-result|"
+	           "smoke-close|finish|status|report --id ID ...\n"
+	           "       onramp-campaign simulate --nodes N --racks R ... (simulate --help)\n"
+	           "see the comment at the top of contrib/tools/onramp-campaign.cpp\n");
 	return f == stdout ? kOk : kRefused;
 }
 
@@ -799,6 +945,14 @@ int main(int argc, char **argv)
 			a.result = val();
 		else if (o == "--slurm-state")
 			a.slurm_state = val();
+		else if (o == "--slurm-topology")
+			a.slurm_topology = val();
+		else if (o == "--exporter")
+			a.exporter = val();
+		else if (o == "--rack")
+			a.rack = val();
+		else if (o == "--job")
+			a.job = val();
 		else if (o == "--fraction")
 			num(&a.fraction);
 		else if (o == "--min-pass")
@@ -822,7 +976,7 @@ int main(int argc, char **argv)
 	}
 	if (a.cmd.empty())
 		return usage(stderr);
-	if (a.id.empty() && a.cmd != "status")
+	if (a.id.empty() && a.cmd != "status" && a.cmd != "report")
 		return refuse(a.cmd + ": --id is required");
 	auto cfg = Config::load(a.conf);
 	if (!cfg.ok())
@@ -861,9 +1015,19 @@ int main(int argc, char **argv)
 		if (a.result != "pass" && a.result != "fail" && a.result != "inconclusive")
 			return refuse("pair-result: --result must be pass, fail or inconclusive");
 		st = j.set_pair(a.id, a.node, a.peer, a.result, a.detail, now());
+	} else if (a.cmd == "smoke") {
+		return cmd_smoke(j, a);
+	} else if (a.cmd == "smoke-result") {
+		if (a.rack.empty() ||
+		    (a.result != "running" && a.result != "pass" && a.result != "fail"))
+			return refuse(
+			    "smoke-result: --rack and --result running|pass|fail are required");
+		st = j.set_smoke(a.id, a.rack, a.job, a.result, a.detail, now());
+	} else if (a.cmd == "smoke-close") {
+		return cmd_smoke_close(j, a);
 	} else if (a.cmd == "finish") {
 		st = j.set_campaign(a.id, "done", a.detail.empty() ? "done" : a.detail, now());
-	} else if (a.cmd == "status") {
+	} else if (a.cmd == "status" || a.cmd == "report") {
 		return cmd_status(j, a, cfg.value());
 	} else {
 		return refuse("unknown command '" + a.cmd + "'");

@@ -1,9 +1,10 @@
 // onramp-config: validate onramp.conf and print effective values, for
 // onramp's shell tools (one parser for everything: libonramp's).
 //
-//   onramp-config [--conf FILE] [--node NAME] [--check] [KEY...]
+//   onramp-config [--conf FILE] [--node NAME] [--check] [--seconds] [KEY...]
 // Prints one value per line for each KEY (defaults applied, %n expanded
-// when --node is given); --check only validates. Exit 0 ok, 2 bad input.
+// when --node is given; --seconds: durations in seconds); --check only
+// validates. Exit 0 ok, 2 bad input.
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -17,7 +18,8 @@ using namespace onramp;
 static int usage(FILE *f)
 {
 	fprintf(f,
-	        "usage: onramp-config [--conf FILE] [--node NAME] [--check] [--list] [KEY...]\n");
+	        "usage: onramp-config [--conf FILE] [--node NAME] [--check] [--seconds] [--list] "
+	        "[KEY...]\n");
 	return f == stdout ? 0 : 2;
 }
 
@@ -25,7 +27,7 @@ int main(int argc, char **argv)
 {
 	log_set_program("onramp-config");
 	std::string path = default_conf_path(), node;
-	bool list = false;
+	bool list = false, seconds = false;
 	std::vector<std::string> keys;
 	for (int i = 1; i < argc; i++) {
 		std::string a = argv[i];
@@ -33,6 +35,8 @@ int main(int argc, char **argv)
 			(a == "--conf" ? path : node) = argv[++i];
 		} else if (a == "--check") {
 			// validation happens below in every case
+		} else if (a == "--seconds") {
+			seconds = true;
 		} else if (a == "--list") {
 			list = true;
 		} else if (a == "-h" || a == "--help") {
@@ -60,7 +64,10 @@ int main(int argc, char **argv)
 			printf("%s=%s\n", spec.name,
 			       expand_node(cfg->str(spec.name), node).c_str());
 	for (const auto &k : keys)
-		printf("%s\n",
-		       node.empty() ? cfg->str(k).c_str() : expand_node(cfg->str(k), node).c_str());
+		if (seconds && config_key(k)->type == KeyType::Duration)
+			printf("%lld\n", static_cast<long long>(cfg->seconds(k)));
+		else
+			printf("%s\n", node.empty() ? cfg->str(k).c_str()
+			                            : expand_node(cfg->str(k), node).c_str());
 	return 0;
 }

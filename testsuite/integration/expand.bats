@@ -6,8 +6,51 @@
 load helpers
 load admission_helpers
 
+METRICS=$ONRAMP_REPO/contrib/tools/onramp-metrics
+CONF=$ONRAMP_CLUSTER_DIR/etc/onramp.conf
+
+# conf_set KEY VALUE / conf_unset KEY: edit the cluster's onramp.conf.
+conf_unset() {
+	sed -i "/^$1=/d" "$CONF"
+}
+conf_set() {
+	conf_unset "$1"
+	echo "$1=$2" >>"$CONF"
+}
+
+# The operations layer's setup for the whole file: onramp's exporter on its
+# own port, the alert rules where AlertRulesFile says, and a textfile
+# directory that the tests fill as a site's cron would.
+setup_file() {
+	cp "$CONF" "$BATS_FILE_TMPDIR/onramp.conf.orig"
+	local port=$(($(cluster_param CTLD_PORT) + 1))
+	mkdir -p "$BATS_FILE_TMPDIR/textfiles"
+	conf_set MetricsListen "127.0.0.1:$port"
+	conf_set AlertRulesFile "$ONRAMP_REPO/contrib/prometheus/onramp-rules.yml"
+	conf_set MetricsTextfileDir "$BATS_FILE_TMPDIR/textfiles"
+	"$METRICS" serve --listen "127.0.0.1:$port" >"$BATS_FILE_TMPDIR/exporter.log" 2>&1 3>&- &
+	echo $! >"$BATS_FILE_TMPDIR/exporter.pid"
+}
+
+teardown_file() {
+	kill "$(cat "$BATS_FILE_TMPDIR/exporter.pid")" 2>/dev/null || true
+	cp "$BATS_FILE_TMPDIR/onramp.conf.orig" "$CONF"
+}
+
 setup() {
 	require_cluster
+}
+
+# write_textfiles HOSTLIST: each node's onramp-<node>.prom, as cron would.
+write_textfiles() {
+	local n
+	for n in $(expand_hostlist "$1"); do
+		"$METRICS" node --node "$n" --textfile-dir "$BATS_FILE_TMPDIR/textfiles"
+	done
+}
+
+report_json() {
+	"$ONRAMPCTL" report --name "$1" --json
 }
 
 count_reboots() {
@@ -41,7 +84,7 @@ start_sampler() {
 	local nodes='node[1-3,5-7,9-11,13-15]' sampler json
 	set_profile node6 low-nccl
 	sampler=$(start_sampler "$BATS_TEST_TMPDIR/observed")
-	run timeout 240 "$ONRAMPCTL" expand "$nodes" --name exp12 --min-pass-rate 0.75
+	run timeout 300 "$ONRAMPCTL" expand "$nodes" --name exp12 --min-pass-rate 0.75
 	kill "$sampler"
 	echo "$output"
 	[ "$status" -eq 0 ]
@@ -71,6 +114,38 @@ start_sampler() {
 	run "$ONRAMPCTL" expand-status --name exp12
 	echo "$output"
 	[[ $output == *"layer platform"* ]]
+	# The report: five layers for the campaign, each rack and each wave.
+	json=$(report_json exp12)
+	[ "$(echo "$json" | jq -c '.campaigns[0].layers | keys')" = '["application","network","node","operations","platform"]' ]
+	[ "$(echo "$json" | jq -c '[.campaigns[0].racks[].layers | keys | length] | unique')" = '[5]' ]
+	[ "$(echo "$json" | jq -c '[.campaigns[0].waves[].layers | keys | length] | unique')" = '[5]' ]
+	# Application: a smoke job per rack, each passed on the rack's admitted new nodes.
+	echo "$json" | jq -c '.campaigns[0].racks[] | {rack, smoke, application: .layers.application}'
+	[ "$(echo "$json" | jq '[.campaigns[0].racks[] | select(.smoke.result == "pass" and .layers.application.ok == true)] | length')" -eq 4 ]
+	[ "$(echo "$json" | jq -r '.campaigns[0].racks[] | select(.rack == "leaf2") | .smoke.nodes')" = 'node[5,7]' ]
+	[ "$(echo "$json" | jq -r '.campaigns[0].layers.application.ok')" = true ]
+	# Network and platform hold; the node layer is blocked by node6 in its
+	# rack and its wave only.
+	[ "$(echo "$json" | jq -r '.campaigns[0].layers.network.ok')" = true ]
+	[ "$(echo "$json" | jq -r '.campaigns[0].layers.platform.ok')" = true ]
+	[ "$(echo "$json" | jq -r '.campaigns[0].racks[] | select(.rack == "leaf2") | .layers.node.blocked_by[0]')" = "node6: NCCL_BW_LOW" ]
+	[ "$(echo "$json" | jq -r '.campaigns[0].racks[] | select(.rack == "leaf1") | .layers.node.ok')" = true ]
+	[ "$(echo "$json" | jq '[.campaigns[0].waves[] | select(.layers.node.ok == false)] | length')" -eq 1 ]
+	# Operations: exporter and rules are there, but no node textfile yet.
+	[ "$(echo "$json" | jq -r '.campaigns[0].layers.operations.ok')" = false ]
+	[[ $(echo "$json" | jq -r '.campaigns[0].layers.operations.blocked_by[]') == *"node1: no onramp-node1.prom in $BATS_FILE_TMPDIR/textfiles"* ]]
+	[ "$(echo "$json" | jq '[.campaigns[0].layers.operations.blocked_by[] | select(test("exporter|alert rules"))] | length')" -eq 0 ]
+	write_textfiles "$nodes"
+	json=$(report_json exp12)
+	echo "$json" | jq -c '.campaigns[0].layers.operations'
+	[ "$(echo "$json" | jq -r '.campaigns[0].layers.operations.ok')" = true ]
+	run "$ONRAMPCTL" report --name exp12
+	echo "$output"
+	[ "$status" -eq 0 ]
+	for l in node network platform application operations; do
+		[[ $output == *"  $l "* ]]
+	done
+	[[ $output == *"smoke leaf1: pass"* ]]
 	# Re-running the finished campaign reboots nothing.
 	local before
 	before=$(count_reboots)
@@ -88,7 +163,7 @@ start_sampler() {
 	[ "$status" -eq 3 ]
 	[[ $output == *"paused"* ]]
 	json=$(status_json exp4)
-	[ "$(echo "$json" | jq -r '.campaigns[0].state')" = paused ]
+	[ "$(echo "$json" | jq -r '.campaigns[0].state')" = "paused" ]
 	[[ $(echo "$json" | jq -r '.campaigns[0].status') == *"wave 1 pass rate 3/4"*"node8 NCCL_BW_LOW"* ]]
 	drained_with node8 '^onramp:NCCL_BW_LOW: '
 	# A node of the paused campaign cannot join another one.
@@ -107,6 +182,52 @@ start_sampler() {
 	# node8 was admitted on the boot of this campaign: rebooted once only.
 	[ "$(echo "$json" | jq '[.campaigns[0].nodes_detail[] | select(.reboots != 1)] | length')" -eq 0 ]
 	admitted_idle node8
+}
+
+@test "a rack whose smoke job fails blocks its application layer and pauses the campaign; expand again after the fix finishes it" {
+	local json smoke=$BATS_FILE_TMPDIR/smoke.sh
+	# The site's smoke test, run by srun on each new node of a rack: it
+	# fails on node8 (rack leaf2).
+	cat >"$smoke" <<'EOS'
+#!/bin/sh
+if [ "$SLURMD_NODENAME" = node8 ]; then
+	echo "node8: smoke test failed"
+	exit 1
+fi
+echo "$SLURMD_NODENAME ok"
+EOS
+	chmod 0755 "$smoke"
+	conf_set ExpandSmokeCommand "$smoke"
+	run timeout 200 "$ONRAMPCTL" expand 'node[4,8]' --name expsmoke
+	echo "$output"
+	[ "$status" -eq 3 ]
+	[[ $output == *"smoke job failed on rack leaf2"* ]]
+	json=$(report_json expsmoke)
+	echo "$json" | jq -c '.campaigns[0] | {state, status, layers}'
+	[ "$(echo "$json" | jq -r '.campaigns[0].state')" = "paused" ]
+	# Both nodes were admitted: only the application layer of leaf2 is blocked.
+	[ "$(echo "$json" | jq -r '.campaigns[0].counts.admitted')" -eq 2 ]
+	[ "$(echo "$json" | jq -r '.campaigns[0].racks[] | select(.rack == "leaf1") | .layers.application.ok')" = true ]
+	[ "$(echo "$json" | jq -r '.campaigns[0].racks[] | select(.rack == "leaf2") | .layers.application.ok')" = false ]
+	[[ $(echo "$json" | jq -r '.campaigns[0].racks[] | select(.rack == "leaf2") | .layers.application.blocked_by[0]') == "rack leaf2: smoke job "*" on node8 failed: srun exit 1 (node8: task 0: "*"); last output: 0: node8: smoke test failed" ]]
+	[ "$(echo "$json" | jq -r '.campaigns[0].layers.application.ok')" = false ]
+	[ "$(echo "$json" | jq -r '.campaigns[0].layers.node.ok')" = true ]
+	[ "$(echo "$json" | jq -r '.campaigns[0].racks[] | select(.rack == "leaf2") | .layers.platform.ok')" = true ]
+	run "$ONRAMPCTL" report --name expsmoke
+	echo "$output"
+	[[ $output == *"application blocked: rack leaf2: smoke job"* ]]
+	[[ $(echo "$output" | grep '^  application ') == *BLOCKED* ]]
+	# The admin fixes the application; expand again re-runs leaf2's smoke job only.
+	conf_unset ExpandSmokeCommand
+	run timeout 120 "$ONRAMPCTL" expand 'node[4,8]' --name expsmoke
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == *"rack leaf2: smoke job"* ]]
+	[[ $output != *"rack leaf1: smoke job"* ]]
+	json=$(report_json expsmoke)
+	[ "$(echo "$json" | jq -r '.campaigns[0].state')" = "done" ]
+	[ "$(echo "$json" | jq -r '.campaigns[0].layers.application.ok')" = true ]
+	[ "$(echo "$json" | jq '[.campaigns[0].nodes_detail[] | select(.reboots != 1)] | length')" -eq 0 ]
 }
 
 @test "bad input is refused with a clear error: unknown nodes, fraction out of range, bad options" {

@@ -22,6 +22,17 @@ static std::unique_ptr<Journal> open_in(const std::string &dir)
 	return std::move(j.value());
 }
 
+// A journal in dir with campaign c1 (node[1-2,5-6], two waves) created at t=100.
+static std::unique_ptr<Journal> with_c1(const std::string &dir)
+{
+	auto j = open_in(dir);
+	CampaignRow c;
+	c.id = "c1";
+	c.nodes = "node[1-2,5-6]";
+	assert_true(j->create(c, two_waves(), 100).ok());
+	return j;
+}
+
 static void create_is_once_and_keeps_others_tables(void **)
 {
 	std::string dir = unit_tmpdir();
@@ -60,11 +71,7 @@ static void create_is_once_and_keeps_others_tables(void **)
 
 static void transitions_are_idempotent_and_count_reboots(void **)
 {
-	auto j = open_in(unit_tmpdir());
-	CampaignRow c;
-	c.id = "c1";
-	c.nodes = "node[1-2,5-6]";
-	assert_true(j->create(c, two_waves(), 100).ok());
+	auto j = with_c1(unit_tmpdir());
 	assert_true(j->set_node("c1", "node1", "rebooting", "", "", 110).ok());
 	assert_true(j->set_node("c1", "node1", "rebooting", "", "", 120).ok()); // no-op
 	assert_true(j->set_node("c1", "node1", "booted", "", "", 130).ok());
@@ -88,11 +95,7 @@ static void state_survives_a_crash(void **)
 {
 	std::string dir = unit_tmpdir();
 	{
-		auto j = open_in(dir);
-		CampaignRow c;
-		c.id = "c1";
-		c.nodes = "node[1-2,5-6]";
-		assert_true(j->create(c, two_waves(), 100).ok());
+		auto j = with_c1(dir);
 		assert_true(j->set_wave("c1", 1, "open", 101).ok());
 		assert_true(j->set_node("c1", "node1", "admitted", "", "", 120).ok());
 		assert_true(j->set_campaign("c1", "paused", "why", 130).ok());
@@ -115,11 +118,7 @@ static void state_survives_a_crash(void **)
 
 static void overlaps_name_the_other_campaign(void **)
 {
-	auto j = open_in(unit_tmpdir());
-	CampaignRow c;
-	c.id = "c1";
-	c.nodes = "node[1-2,5-6]";
-	assert_true(j->create(c, two_waves(), 100).ok());
+	auto j = with_c1(unit_tmpdir());
 	auto o = j->overlaps("c2", {"node3", "node5"});
 	assert_true(o.ok());
 	assert_int_equal(o->size(), 1);
@@ -141,6 +140,29 @@ static void pairs_are_added_once(void **)
 	assert_false(j->set_pair("c1", "node1", "node9", "pass", "", 5).ok());
 }
 
+static void smoke_rows_once_per_rack_and_survive_reopening(void **)
+{
+	std::string dir = unit_tmpdir();
+	auto j = with_c1(dir);
+	assert_true(j->add_smoke("c1", "leaf2", "node[5-6]").ok());
+	assert_true(j->add_smoke("c1", "leaf1", "node[1-2]").ok());
+	assert_true(j->add_smoke("c1", "leaf1", "node1").ok()); // ignored: leaf1 has one
+	assert_true(j->set_smoke("c1", "leaf1", "42", "running", "", 7).ok());
+	assert_false(j->set_smoke("c1", "leaf9", "43", "pass", "", 7).ok());
+	j.reset();
+	j = open_in(dir);
+	auto s = j->smokes("c1");
+	assert_true(s.ok());
+	assert_int_equal(s->size(), 2);
+	assert_string_equal(s->at(0).rack.c_str(), "leaf1");
+	assert_string_equal(s->at(0).nodes.c_str(), "node[1-2]");
+	assert_string_equal(s->at(0).job.c_str(), "42");
+	assert_string_equal(s->at(0).result.c_str(), "running");
+	assert_int_equal(s->at(0).time, 7);
+	assert_string_equal(s->at(1).result.c_str(), "");
+	assert_int_equal(j->smokes("other")->size(), 0);
+}
+
 int main()
 {
 	const struct CMUnitTest tests[] = {
@@ -149,6 +171,7 @@ int main()
 	    cmocka_unit_test(state_survives_a_crash),
 	    cmocka_unit_test(overlaps_name_the_other_campaign),
 	    cmocka_unit_test(pairs_are_added_once),
+	    cmocka_unit_test(smoke_rows_once_per_rack_and_survive_reopening),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

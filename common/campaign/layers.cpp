@@ -1,0 +1,263 @@
+#include "campaign/layers.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+#include "hostlist.hpp"
+
+namespace onramp {
+namespace campaign {
+
+const char *const kLayerNames[] = {"node",        "network",    "platform",
+                                   "application", "operations", nullptr};
+
+namespace {
+
+std::string lower(std::string s)
+{
+	std::transform(s.begin(), s.end(), s.begin(), ::tolower);
+	return s;
+}
+
+bool has_item(const std::string &list, const std::string &item)
+{
+	return ("," + list + ",").find("," + item + ",") != std::string::npos;
+}
+
+// Why an admitted node cannot take production jobs, "" when it can.
+std::string platform_block(const NodeRow &n, const LayerFacts &f)
+{
+	auto s = f.slurm.find(n.node);
+	if (s == f.slurm.end())
+		return "not in sinfo";
+	std::string st = lower(s->second.state);
+	for (const char *bad : {"drain", "down", "maint", "reserved", "reboot", "fail"})
+		if (st.find(bad) != std::string::npos)
+			return "state " + s->second.state;
+	if (!has_item(s->second.features, f.feature))
+		return "feature " + f.feature + " not active";
+	bool up = false;
+	for (const auto &[p, u] : s->second.partitions)
+		up = up || u;
+	if (!up)
+		return s->second.partitions.empty() ? "in no partition" : "in no UP partition";
+	return "";
+}
+
+void network(Layer &l, const std::vector<const NodeRow *> &nodes,
+             const std::set<std::string> &racks, const LayerFacts &f)
+{
+	std::set<std::string> mine;
+	for (auto *n : nodes) {
+		mine.insert(n->node);
+		if (n->code.rfind("PORT_", 0) == 0 || n->code.rfind("PAIR_", 0) == 0)
+			l.blocked_by.push_back(n->node + ": " + n->code);
+	}
+	if (f.have_topology) {
+		for (const auto &rk : racks) {
+			auto leaf = f.leaves.find(rk);
+			if (leaf == f.leaves.end()) {
+				l.blocked_by.push_back("rack " + rk +
+				                       ": not in slurmctld's switch table");
+				continue;
+			}
+			if (!leaf->second.connected)
+				l.blocked_by.push_back(
+				    "rack " + rk +
+				    ": cut off from the spine in slurmctld's switch "
+				    "table (rewire window?)");
+			for (auto *n : nodes)
+				if (n->rack == rk && !leaf->second.nodes.count(n->node))
+					l.blocked_by.push_back(n->node + ": not under " + rk +
+					                       " in slurmctld's switch table");
+		}
+	}
+	std::set<std::string> covered;
+	bool any = false;
+	for (const auto &p : f.pairs) {
+		any = true;
+		if (p.result == "pass") {
+			covered.insert(p.rack);
+			covered.insert(p.peer_rack);
+		} else if (!p.result.empty() && (mine.count(p.node) || mine.count(p.peer))) {
+			l.blocked_by.push_back(p.node + "<->" + p.peer + ": pair " + p.result +
+			                       (p.detail.empty() ? "" : " (" + p.detail + ")"));
+		}
+	}
+	if (f.campaign_racks > 1)
+		for (const auto &rk : racks)
+			if (!covered.count(rk))
+				l.blocked_by.push_back("rack " + rk +
+				                       (any ? ": no passing cross-rack pair"
+				                            : ": cross-rack pairs not run yet"));
+	if (!f.have_topology)
+		l.note = "switch table not checked";
+}
+
+void application(Layer &l, const std::vector<const NodeRow *> &nodes,
+                 const std::set<std::string> &racks, const LayerFacts &f)
+{
+	for (const auto &rk : racks) {
+		const SmokeRow *s = nullptr;
+		for (const auto &x : f.smokes)
+			if (x.rack == rk)
+				s = &x;
+		bool admitted = false;
+		for (auto *n : nodes)
+			admitted = admitted || (n->rack == rk && n->state == "admitted");
+		if (!s && !admitted) {
+			l.blocked_by.push_back("rack " + rk +
+			                       ": no admitted new node to run a smoke "
+			                       "job on");
+			continue;
+		}
+		if (!s) {
+			l.blocked_by.push_back("rack " + rk +
+			                       ": no smoke job yet (runs after the "
+			                       "last wave and the cross-rack pairs)");
+			continue;
+		}
+		std::string job = s->job.empty() ? "" : " " + s->job;
+		if (s->result == "pass")
+			continue;
+		if (s->result == "fail")
+			l.blocked_by.push_back("rack " + rk + ": smoke job" + job + " on " +
+			                       s->nodes + " failed: " + s->detail);
+		else if (s->result == "running")
+			l.blocked_by.push_back("rack " + rk + ": smoke job" + job + " on " +
+			                       s->nodes + " not finished");
+		else
+			l.blocked_by.push_back("rack " + rk + ": smoke job on " + s->nodes +
+			                       " not run yet");
+	}
+}
+
+void operations(Layer &l, const std::vector<const NodeRow *> &nodes, const LayerFacts &f)
+{
+	bool unknown = f.exporter.empty() || f.rules.empty();
+	if (!f.exporter.empty() && f.exporter != "ok")
+		l.blocked_by.push_back("metrics exporter: " + f.exporter);
+	if (!f.rules.empty() && f.rules != "ok")
+		l.blocked_by.push_back("alert rules: " + f.rules);
+	if (!f.textfile_dir.empty()) {
+		for (auto *n : nodes)
+			if (n->state == "admitted" && !f.textfiles.count(n->node))
+				l.blocked_by.push_back(n->node + ": no onramp-" + n->node +
+				                       ".prom in " + f.textfile_dir);
+	} else {
+		l.note = "MetricsTextfileDir not set: node textfiles not checked";
+	}
+	if (unknown && l.blocked_by.empty()) {
+		l.ok = -1;
+		l.note = "exporter or alert rules not checked";
+	}
+}
+
+} // namespace
+
+std::vector<Layer> compute_layers(const std::vector<const NodeRow *> &nodes,
+                                  const std::set<std::string> &racks, const LayerFacts &f)
+{
+	std::vector<Layer> out;
+	for (int i = 0; kLayerNames[i]; i++) {
+		Layer l;
+		l.name = kLayerNames[i];
+		l.ok = 1;
+		if (l.name == "node") {
+			for (auto *n : nodes)
+				if (n->state != "admitted")
+					l.blocked_by.push_back(
+					    n->node + ": " +
+					    (n->code.empty() ? n->state : n->code));
+		} else if (l.name == "network") {
+			network(l, nodes, racks, f);
+		} else if (l.name == "platform") {
+			if (!f.have_slurm) {
+				l.ok = -1;
+				l.note = "no Slurm state given";
+			}
+			for (auto *n : nodes) {
+				if (!f.have_slurm || n->state != "admitted")
+					continue;
+				std::string why = platform_block(*n, f);
+				if (!why.empty())
+					l.blocked_by.push_back(n->node + ": " + why);
+			}
+		} else if (l.name == "application") {
+			application(l, nodes, racks, f);
+		} else {
+			operations(l, nodes, f);
+		}
+		if (!l.blocked_by.empty())
+			l.ok = 0;
+		out.push_back(std::move(l));
+	}
+	return out;
+}
+
+std::map<std::string, SlurmNode> parse_sinfo(const std::string &text)
+{
+	std::map<std::string, SlurmNode> out;
+	std::istringstream in(text);
+	std::string line;
+	while (std::getline(in, line)) {
+		std::istringstream l(line);
+		std::string node, state, features, part, avail;
+		if (!(l >> node >> state >> features))
+			continue;
+		SlurmNode &n = out[node];
+		n.state = state;
+		n.features = features == "(null)" ? "" : features;
+		if (l >> part >> avail) {
+			if (!part.empty() && part.back() == '*')
+				part.pop_back(); // the default partition
+			n.partitions[part] = lower(avail) == "up";
+		}
+	}
+	return out;
+}
+
+std::map<std::string, LiveLeaf> parse_live_topology(const std::string &text)
+{
+	std::map<std::string, LiveLeaf> out;
+	std::set<std::string> children;
+	std::istringstream in(text);
+	std::string line;
+	while (std::getline(in, line)) {
+		std::map<std::string, std::string> kv;
+		std::istringstream l(line);
+		std::string tok;
+		while (l >> tok) {
+			auto eq = tok.find('=');
+			if (eq != std::string::npos)
+				kv[tok.substr(0, eq)] = tok.substr(eq + 1);
+		}
+		if (!kv.count("SwitchName"))
+			continue;
+		const std::string &sw = kv["SwitchName"];
+		bool leaf = kv["Level"] == "0";
+		auto list = [](const std::string &v) {
+			std::vector<std::string> names;
+			if (v.empty() || v == "(null)")
+				return names;
+			auto h = hostlist_expand(v);
+			if (h.ok())
+				names = h.value();
+			return names;
+		};
+		if (leaf) {
+			LiveLeaf &lf = out[sw];
+			for (const auto &n : list(kv["Nodes"]))
+				lf.nodes.insert(n);
+		} else {
+			for (const auto &c : list(kv["Switches"]))
+				children.insert(c);
+		}
+	}
+	for (auto &[name, lf] : out)
+		lf.connected = children.count(name) > 0;
+	return out;
+}
+
+} // namespace campaign
+} // namespace onramp

@@ -1,0 +1,79 @@
+// The layered view of an expansion campaign (onrampctl report): for a set of
+// the campaign's nodes (all of them, one rack, one wave), whether each layer
+// holds and what blocks it.
+//
+//   node         every node admitted (its checks passed)
+//   network      no port/pair failure code, the rack's leaf in slurmctld's
+//                switch table and connected to a spine with the nodes under
+//                it, every rack in a passing cross-rack NCCL pair
+//   platform     admitted nodes schedulable (no drain/down/reserved/reboot
+//                state), the admitted feature active, in an UP partition
+//   application  the rack's smoke job (a short multi-node srun on its new
+//                nodes) passed
+//   operations   the metrics exporter answers, the alert rules file is
+//                there with alert rules, each new node has its textfile
+//                (when MetricsTextfileDir is set)
+//
+// Pure functions over facts gathered by the caller: no I/O.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "campaign/journal.hpp"
+
+namespace onramp {
+namespace campaign {
+
+// A node as sinfo shows it (one node, all its partitions).
+struct SlurmNode {
+	std::string state, features;
+	std::map<std::string, bool> partitions; // partition -> up
+};
+
+// A leaf switch as slurmctld's live table shows it (scontrol show topology).
+struct LiveLeaf {
+	bool connected = false; // some upper switch lists it
+	std::set<std::string> nodes;
+};
+
+struct LayerFacts {
+	std::string feature = "onramp_ok";
+	int campaign_racks = 0; // racks of the whole campaign (pairs need two)
+	bool have_slurm = false;
+	std::map<std::string, SlurmNode> slurm;
+	bool have_topology = false;
+	std::map<std::string, LiveLeaf> leaves;
+	std::vector<PairRow> pairs;
+	std::vector<SmokeRow> smokes;
+	// Operations: "" when not checked, "ok", else why not.
+	std::string exporter, rules;
+	std::string textfile_dir;        // "" when not configured
+	std::set<std::string> textfiles; // nodes that have one
+};
+
+struct Layer {
+	std::string name;
+	int ok = -1; // 1 holds, 0 blocked, -1 unknown (facts missing)
+	std::vector<std::string> blocked_by;
+	std::string note;
+};
+
+extern const char *const kLayerNames[]; // node .. operations, nullptr-terminated
+
+// The five layers for nodes (a subset of the campaign's), their racks being
+// racks.
+std::vector<Layer> compute_layers(const std::vector<const NodeRow *> &nodes,
+                                  const std::set<std::string> &racks, const LayerFacts &f);
+
+// Parsers for what the orchestrator hands over.
+// sinfo -h -N -o '%N %T %b %P %a' lines; a node appears once per partition.
+std::map<std::string, SlurmNode> parse_sinfo(const std::string &text);
+// scontrol show topology: leaves (switches with Nodes=) and whether a
+// switch of a higher level names them in Switches=.
+std::map<std::string, LiveLeaf> parse_live_topology(const std::string &text);
+
+} // namespace campaign
+} // namespace onramp
