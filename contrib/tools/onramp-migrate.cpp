@@ -383,15 +383,47 @@ Migration row(Stmt &s)
 	return m;
 }
 
-// The test hook: exit right after journaling this state (simulated crash).
-void maybe_crash(const std::string &state)
+// Test hooks, for the tests' simulated crashes only (unset in production,
+// where they do nothing): ONRAMP_MIGRATE_CRASH_BEFORE=STATE exits with
+// status 99 after the actions that lead to STATE but before STATE is
+// journaled, ONRAMP_MIGRATE_CRASH_AFTER=STATE right after it is journaled.
+// STATE is a journal state (PLANNED, DRAINED, ..., RELEASED, DONE, ABORTED).
+void maybe_crash(const char *when, const std::string &state)
 {
-	const char *c = getenv("ONRAMP_MIGRATE_CRASH_AFTER");
+	std::string var = std::string("ONRAMP_MIGRATE_CRASH_") + when;
+	const char *c = getenv(var.c_str());
 	if (c && state == c) {
-		log_warn("ONRAMP_MIGRATE_CRASH_AFTER=%s: exiting now (test hook)", c);
+		log_warn("%s=%s: exiting now (test hook)", var.c_str(), c);
 		_exit(99);
 	}
 }
+
+// Serialises the decisions on source nodes (drain, undo of a drain, and the
+// journal write that ends a migration) between the threads and processes
+// that drive migrations, so that of two migrations draining one node the
+// last to finish resumes it. An flock on a fresh descriptor: threads of one
+// process exclude each other too.
+class DrainLock {
+public:
+	explicit DrainLock(const std::string &statedir)
+	{
+		std::string dir = statedir + "/locks";
+		(void)make_dirs(dir, 0700);
+		fd_ = open((dir + "/drain.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		while (fd_ >= 0 && flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+		}
+	}
+	~DrainLock()
+	{
+		if (fd_ >= 0)
+			close(fd_);
+	}
+	DrainLock(const DrainLock &) = delete;
+	DrainLock &operator=(const DrainLock &) = delete;
+
+private:
+	int fd_ = -1;
+};
 
 class Migrator {
 public:
@@ -400,6 +432,7 @@ public:
 	// Journal the new state (and the fields that go with it).
 	Status save(Migration &m, const std::string &state, const std::string &msg)
 	{
+		maybe_crash("BEFORE", state);
 		std::lock_guard<std::mutex> g(j_.mu);
 		m.state = state;
 		int64_t t = now_ms();
@@ -418,12 +451,14 @@ public:
 		e.step();
 		log_info("job %u: %s%s%s", m.job, state.c_str(), msg.empty() ? "" : ": ",
 		         msg.c_str());
+		maybe_crash("AFTER", state);
 		return Status::Ok();
 	}
 
 	// Insert a PLANNED row; refused when the job already has an active one.
 	Status plan(Migration &m)
 	{
+		maybe_crash("BEFORE", "PLANNED");
 		std::lock_guard<std::mutex> g(j_.mu);
 		int64_t t = now_ms();
 		Stmt s(j_.db(),
@@ -453,6 +488,7 @@ public:
 		m.state = "PLANNED";
 		log_info("job %u: PLANNED: migration %lld from %s to %s", m.job,
 		         static_cast<long long>(m.id), m.src.c_str(), m.target.c_str());
+		maybe_crash("AFTER", "PLANNED");
 		return Status::Ok();
 	}
 
@@ -485,6 +521,7 @@ public:
 
 private:
 	Status fail_abort(Migration &m, const std::string &why);
+	std::string drain_sources(Migration &m);
 	void undo_drain(Migration &m, bool only_ours = true);
 	void restore_marker(Migration &m);
 	Journal &j_;
@@ -497,6 +534,36 @@ void Migrator::restore_marker(Migration &m)
 	if (j.found && j.admin_comment.find(migrate::kMigratingMarker) != std::string::npos)
 		(void)act({"scontrol", "update", "jobid=" + std::to_string(m.job),
 		           "AdminComment=" + m.admin_comment});
+}
+
+// Drain m's source nodes (under a DrainLock); m.drained lists the nodes
+// this migration holds. Returns the error of a failed drain, else "".
+std::string Migrator::drain_sources(Migration &m)
+{
+	std::vector<std::string> drained;
+	std::string reason = strprintf("onramp:MIGRATE: job %u to %s", m.job, m.target.c_str());
+	const std::string prefix = "onramp:", ours = "onramp:MIGRATE:";
+	std::string failed;
+	for (const auto &n : expand(m.src)) {
+		std::string r = node_reason(n);
+		if (!r.empty() && r.compare(0, prefix.size(), prefix) != 0) {
+			log_info("node %s: keeping the admin's reason '%s'", n.c_str(), r.c_str());
+			continue;
+		}
+		if (!r.empty() && r.compare(0, ours.size(), ours) != 0)
+			continue; // another onramp flow drained it: not ours to undo
+		if (r.empty()) {
+			Status s = act({"scontrol", "update", "nodename=" + n, "state=drain",
+			                "reason=" + reason});
+			if (!s.ok()) {
+				failed = s.message();
+				break;
+			}
+		}
+		drained.push_back(n);
+	}
+	m.drained = hostlist_compress(drained);
+	return failed;
 }
 
 void Migrator::undo_drain(Migration &m, bool)
@@ -522,8 +589,9 @@ Status Migrator::fail_abort(Migration &m, const std::string &why)
 {
 	m.error = why;
 	log_error("job %u: migration aborted: %s", m.job, why.c_str());
-	undo_drain(m);
 	restore_marker(m);
+	DrainLock lock(cfg_.str("StateDir"));
+	undo_drain(m);
 	return save(m, "ABORTED", why);
 }
 
@@ -564,7 +632,6 @@ bool Migrator::drive_locked(Migration &m)
 			log_error("job %u: %s", m.job, s.message().c_str());
 			return false;
 		}
-		maybe_crash(state);
 		return true;
 	};
 
@@ -574,31 +641,18 @@ bool Migrator::drive_locked(Migration &m)
 		Status s = act({"scontrol", "update", "jobid=" + jid, "AdminComment=" + marker});
 		if (!s.ok())
 			return aborted(s.message());
-		// Drain the source nodes, keeping an admin's reason.
-		std::vector<std::string> drained;
-		std::string reason =
-		    strprintf("onramp:MIGRATE: job %u to %s", m.job, m.target.c_str());
-		std::string prefix = "onramp:";
-		for (const auto &n : expand(m.src)) {
-			std::string r = node_reason(n);
-			if (!r.empty() && r.compare(0, prefix.size(), prefix) != 0) {
-				log_info("node %s: keeping the admin's reason '%s'", n.c_str(),
-				         r.c_str());
-				continue;
-			}
-			if (!r.empty() && r.compare(0, 15, "onramp:MIGRATE:") != 0)
-				continue; // another onramp flow drained it: not ours to undo
-			if (r.empty()) {
-				s = act({"scontrol", "update", "nodename=" + n, "state=drain",
-				         "reason=" + reason});
-				if (!s.ok())
-					return aborted(s.message());
-			}
-			drained.push_back(n);
+		// Drain the source nodes, keeping an admin's reason. Nodes already
+		// drained for another migration are shared (resumed by the last).
+		std::string failed;
+		{
+			DrainLock lock(cfg_.str("StateDir"));
+			failed = drain_sources(m);
+			if (failed.empty() &&
+			    !step("DRAINED", "drained " + (m.drained.empty() ? "-" : m.drained)))
+				return false;
 		}
-		m.drained = hostlist_compress(drained);
-		if (!step("DRAINED", "drained " + (m.drained.empty() ? "-" : m.drained)))
-			return false;
+		if (!failed.empty())
+			return aborted(failed); // undoes what was drained so far
 	}
 
 	if (m.state == "DRAINED") {
@@ -849,6 +903,7 @@ bool Migrator::drive_locked(Migration &m)
 			sleep_s(1);
 		}
 		restore_marker(m);
+		DrainLock lock(cfg_.str("StateDir"));
 		if (!m.from_mode)
 			undo_drain(m); // --jobs: the nodes were drained only for the move
 		if (!m.error.empty()) {
