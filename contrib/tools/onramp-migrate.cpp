@@ -123,10 +123,56 @@ std::string join(const std::vector<std::string> &v, const char *sep = " ")
 	return s;
 }
 
+// How long a Slurm command that cannot reach slurmctld is retried
+// (MigrateCtldTimeout): a restart or failover of slurmctld in the middle
+// of a migration only delays it.
+int64_t g_ctld_wait_s = 600;
+
+bool ctld_unreachable(const CmdResult &r)
+{
+	if (r.rc == 0)
+		return false;
+	static const char *const kDown[] = {"Unable to contact slurm controller",
+	                                    "Socket timed out",
+	                                    "Zero Bytes were transmitted",
+	                                    "Connection refused",
+	                                    "Communication connection failure",
+	                                    "Transport endpoint is not connected",
+	                                    "in standby mode"};
+	for (const char *d : kDown)
+		if (r.out.find(d) != std::string::npos)
+			return true;
+	return false;
+}
+
+// Run a Slurm client command; while slurmctld does not answer, retry with
+// backoff (0.5 s doubling up to 5 s) for up to g_ctld_wait_s. Every command
+// onramp-migrate sends is safe to repeat (the callers check the outcome).
+CmdResult slurm(const std::vector<std::string> &argv)
+{
+	CmdResult r = run(argv);
+	if (!ctld_unreachable(r))
+		return r;
+	log_warn("slurmctld does not answer (%s: %s); retrying for up to %llds", argv[0].c_str(),
+	         r.out.c_str(), static_cast<long long>(g_ctld_wait_s));
+	int64_t deadline = now_ms() + g_ctld_wait_s * 1000;
+	double wait = 0.5;
+	while (now_ms() < deadline) {
+		sleep_s(wait);
+		wait = std::min(wait * 2, 5.0);
+		r = run(argv);
+		if (!ctld_unreachable(r)) {
+			log_info("slurmctld answers again (%s)", argv[0].c_str());
+			return r;
+		}
+	}
+	return r;
+}
+
 // Run a Slurm command that changes something; logs and returns its Status.
 Status act(const std::vector<std::string> &argv)
 {
-	CmdResult r = run(argv);
+	CmdResult r = slurm(argv);
 	log_debug("ran: %s -> %d %s", join(argv).c_str(), r.rc, r.out.c_str());
 	if (r.rc != 0)
 		return Status::Error(join(argv) + ": " + (r.out.empty() ? "failed" : r.out));
@@ -172,7 +218,7 @@ struct JobInfo {
 JobInfo job_info(uint32_t job)
 {
 	JobInfo j;
-	CmdResult r = run({"scontrol", "-o", "show", "job", std::to_string(job)});
+	CmdResult r = slurm({"scontrol", "-o", "show", "job", std::to_string(job)});
 	if (r.rc != 0 || r.out.find("JobId=") == std::string::npos)
 		return j;
 	j.raw = r.out.substr(0, r.out.find('\n'));
@@ -217,7 +263,7 @@ std::string ckpt_dir_of(const JobInfo &j)
 
 std::string node_reason(const std::string &node)
 {
-	CmdResult r = run({"scontrol", "-o", "show", "node", node});
+	CmdResult r = slurm({"scontrol", "-o", "show", "node", node});
 	auto kv = parse_kv(r.out);
 	std::string reason = kv["Reason"];
 	auto b = reason.rfind(" [");
@@ -228,7 +274,7 @@ std::string node_reason(const std::string &node)
 
 std::string node_features(const std::string &node)
 {
-	CmdResult r = run({"scontrol", "-o", "show", "node", node});
+	CmdResult r = slurm({"scontrol", "-o", "show", "node", node});
 	return parse_kv(r.out)["ActiveFeatures"];
 }
 
@@ -244,7 +290,7 @@ std::vector<std::string> expand(const std::string &hl)
 std::map<std::string, std::string> node_leaves()
 {
 	std::map<std::string, std::string> out;
-	CmdResult r = run({"scontrol", "show", "topology"});
+	CmdResult r = slurm({"scontrol", "show", "topology"});
 	size_t pos = 0;
 	while (pos < r.out.size()) {
 		size_t nl = r.out.find('\n', pos);
@@ -810,7 +856,7 @@ bool Migrator::drive_locked(Migration &m)
 		                                 "ExcNodeList=" + m.src};
 		if (m.target_nodes) {
 			// Exclude every node but the targets.
-			CmdResult r = run({"sinfo", "-h", "-N", "-o", "%N"});
+			CmdResult r = slurm({"sinfo", "-h", "-N", "-o", "%N"});
 			std::set<std::string> all, tgt;
 			for (const auto &n : expand(m.target))
 				tgt.insert(n);
@@ -923,7 +969,7 @@ bool is_admin()
 {
 	if (getuid() == 0)
 		return true;
-	CmdResult r = run({"scontrol", "show", "config"});
+	CmdResult r = slurm({"scontrol", "show", "config"});
 	auto p = r.out.find("SlurmUser");
 	if (p == std::string::npos)
 		return false;
@@ -949,7 +995,7 @@ bool looks_like_nodes(const std::string &t)
 	auto n = expand(t);
 	if (n.empty())
 		return false;
-	CmdResult r = run({"scontrol", "-o", "show", "node", n[0]});
+	CmdResult r = slurm({"scontrol", "-o", "show", "node", n[0]});
 	return r.rc == 0 && r.out.find("NodeName=" + n[0] + " ") != std::string::npos;
 }
 
@@ -1032,6 +1078,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	std::string statedir = cfg->str("StateDir");
+	g_ctld_wait_s = cfg->seconds("MigrateCtldTimeout");
 	if (cmd != "status" && !is_admin()) {
 		log_error("only root or SlurmUser may migrate jobs");
 		return 2;
@@ -1089,7 +1136,7 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			CmdResult r =
-			    run({"squeue", "-h", "-t", "RUNNING", "-w", from, "-o", "%A"});
+			    slurm({"squeue", "-h", "-t", "RUNNING", "-w", from, "-o", "%A"});
 			if (r.rc != 0) {
 				log_error("squeue: %s", r.out.c_str());
 				return 1;

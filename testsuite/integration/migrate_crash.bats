@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
 # onramp-cluster: --nodes 8 --racks 4 --cpus 16
-# Migration drivers that die in the middle of migrations. rack1 is node[1-2], rack2 node[3-4] (16 CPUs each node, so
+# Migration drivers that die, and a slurmctld that restarts, in the middle
+# of migrations. rack1 is node[1-2], rack2 node[3-4] (16 CPUs each node, so
 # that twenty one-CPU trainer jobs fit on one rack and move concurrently).
 # The crashes are simulated by onramp-migrate's test hooks
 # ONRAMP_MIGRATE_CRASH_BEFORE/AFTER=STATE (exit 99 just before / after the
@@ -123,5 +124,31 @@ declare -gA PREVIOUS=([DRAINED]=PLANNED [SIGNALLING]=DRAINED [SIGNALLED]=SIGNALL
 	[ "$(json_num "$ONRAMP_JOBS_DIR/k9.ckpt/resumed.json" generation)" = 1 ]
 	# Nothing left held or drained.
 	[ -z "$(squeue -h -t PD -j "$(IFS=,; echo "${JOBS[*]}")" -o %i)" ]
+	no_migrate_drain
+}
+
+@test "slurmctld restarted in the middle of a migration: the migration completes" {
+	local job
+	# The checkpoint commits 10 s after the signal, while slurmctld is down
+	# (25 s: longer than scontrol's own retries, MessageTimeout).
+	job=$(trainer_job ctld --steps 1000000 --test-slow-checkpoint 10000)
+	JOBS+=("$job")
+	submit_wait "$job" RUNNING 60
+	wait_for 60 "20 training steps" loss_lines ctld 20
+	"$CTL" migrate --jobs "$job" --to rack2 >"$BATS_TEST_TMPDIR/mig" 2>&1 &
+	local pid=$!
+	echo "$pid" >"$BATS_TEST_TMPDIR/first.pid"
+	wait_for 60 "the migration to signal the job" journal_state_is "$job" SIGNALLED
+	"$ONRAMP_CLUSTER_TOOL" restart-ctld --down 25
+	local rc=0
+	wait "$pid" || rc=$?
+	cat "$BATS_TEST_TMPDIR/mig"
+	[ "$rc" -eq 0 ]
+	# It did meet the outage, and waited it out.
+	grep -q "slurmctld does not answer" "$BATS_TEST_TMPDIR/mig"
+	running_on_rack "$job" rack2
+	[ "$(job_field "$job" Restarts)" = 1 ]
+	[ "$(journal_state "$job")" = DONE ]
+	[ "$(json_num "$ONRAMP_JOBS_DIR/ctld.ckpt/resumed.json" generation)" = 1 ]
 	no_migrate_drain
 }
