@@ -18,6 +18,7 @@
 //   HELD        "scontrol requeuehold J" (or hold when it requeued itself)
 //   STEERED     ExcNodeList=source nodes, Features=TARGET (or ExcNodeList=
 //               every node but the target nodes), Switches=leaves it had
+//               @ half the confirm timeout (in minutes, at least 1)
 //   RELEASED    "scontrol release J"
 //   DONE        running on the target, restart count risen, resumed.json
 //               names the generation; marker removed
@@ -876,8 +877,16 @@ bool Migrator::drive_locked(Migration &m)
 		} else {
 			args.push_back("Features=" + m.target);
 		}
+		// Keep the job's shape: at most as many leaf switches as before.
+		// Without "@WAIT" Slurm keeps the job's own switch wait, which is
+		// 0 for a job submitted without --switches, i.e. the count would
+		// be dropped at once when the target cannot satisfy it right now.
+		// Wait up to half the confirm timeout (Slurm caps it at
+		// SchedulerParameters=max_switch_wait, default 300 s).
 		if (m.leaves > 0)
-			args.push_back("Switches=" + std::to_string(m.leaves));
+			args.push_back(strprintf(
+			    "Switches=%lld@%lld", static_cast<long long>(m.leaves),
+			    static_cast<long long>(std::max<int64_t>(1, m.confirm_s / 120))));
 		Status s = act(args);
 		if (!s.ok()) {
 			// Never leave the job held: release it where it may run.

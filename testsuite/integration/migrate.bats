@@ -120,7 +120,7 @@ teardown() {
 	# The journal says so too, and each job kept its shape (one leaf).
 	for j in "${ids[@]}"; do
 		"$CTL" migrate --status "$j" | grep -q " DONE "
-		steered_event "$j" | grep -q "Switches=1"
+		steered_event "$j" | grep -q "Switches=1@"
 	done
 }
 
