@@ -7,24 +7,7 @@
 # the test cluster) before the requeued job may start again.
 
 load helpers
-load migrate_helpers
-
-setup_file() {
-	migrate_setup_file
-}
-
-teardown_file() {
-	migrate_teardown_file
-}
-
-setup() {
-	require_cluster
-	JOBS=()
-}
-
-teardown() {
-	migrate_teardown "${JOBS[@]}"
-}
+load migrate_helpers # and the setup/teardown hooks
 
 @test "jobs of a MigratePartitions partition are made requeueable with the migration warning signal" {
 	local job off

@@ -8,24 +8,7 @@
 # state is journaled), and once by a real kill -9.
 
 load helpers
-load migrate_helpers
-
-setup_file() {
-	migrate_setup_file
-}
-
-teardown_file() {
-	migrate_teardown_file
-}
-
-setup() {
-	require_cluster
-	JOBS=()
-}
-
-teardown() {
-	migrate_teardown "${JOBS[@]}"
-}
+load migrate_helpers # and the setup/teardown hooks
 
 # Every boundary of the journal, from before PLANNED to before DONE.
 BOUNDARIES=(BEFORE:PLANNED AFTER:PLANNED BEFORE:DRAINED AFTER:DRAINED

@@ -4,6 +4,11 @@
 # (set for the file by migrate_setup_file) and name their checkpoint
 # directory with --comment=onramp:ckpt=DIR, or with spank/onramp's
 # --checkpoint-dir when the cluster loads it.
+#
+# Loading this file also defines the bats hooks of a migration test file:
+# MigratePartitions=batch for the file, and after each test its jobs (the
+# test adds them to JOBS) cancelled and no node left drained for a
+# migration.
 
 ONRAMP_CONF=$ONRAMP_CLUSTER_DIR/etc/onramp.conf
 TRAINER=$ONRAMP_REPO/contrib/examples/onramp-trainer
@@ -112,4 +117,22 @@ no_migrate_drain() {
 			return 1
 		fi
 	done
+}
+
+# The bats hooks.
+setup_file() {
+	migrate_setup_file
+}
+
+teardown_file() {
+	migrate_teardown_file
+}
+
+setup() {
+	require_cluster
+	JOBS=()
+}
+
+teardown() {
+	migrate_teardown "${JOBS[@]}"
 }

@@ -5,24 +5,7 @@
 # leaf3 node[5-6], leaf4 node[7-8]).
 
 load helpers
-load migrate_helpers
-
-setup_file() {
-	migrate_setup_file
-}
-
-teardown_file() {
-	migrate_teardown_file
-}
-
-setup() {
-	require_cluster
-	JOBS=()
-}
-
-teardown() {
-	migrate_teardown "${JOBS[@]}"
-}
+load migrate_helpers # and the setup/teardown hooks
 
 # leaves JOB: how many leaf switches the job's nodes hang off (the rack
 # feature names the leaf in this layout).
