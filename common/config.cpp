@@ -91,6 +91,8 @@ const std::vector<KeySpec> &config_schema()
 	     "onrampctl migrate: how long a started checkpoint may take to commit"},
 	    {"MigrateConfirmTimeout", KeyType::Duration, "300", nullptr, 1, 86400,
 	     "onrampctl migrate: how long to wait for the job to run again on the target"},
+	    {"MigrateCtldTimeout", KeyType::Duration, "600", nullptr, 1, 86400,
+	     "onrampctl migrate: how long to retry while slurmctld does not answer"},
 	    {"DebugFlags", KeyType::String, nullptr, nullptr, 0, 0,
 	     "comma-separated onramp debug flags (e.g. submit)"},
 	};

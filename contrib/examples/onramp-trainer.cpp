@@ -7,10 +7,14 @@
 //
 //   onramp-trainer [--steps N] [--seed S] [--step-ms MS] [--ckpt-every N]
 //                  [--loss-log FILE] [--ignore-signal] [--test-corrupt-shard]
+//                  [--test-slow-checkpoint MS]
 //
 // --ignore-signal ignores the warning signal; --test-corrupt-shard flips a
 // byte of weights.bin after committing the checkpoint taken on the signal
-// (a test double for a disk that corrupts data after the write).
+// (a test double for a disk that corrupts data after the write);
+// --test-slow-checkpoint waits MS milliseconds between writing the shards
+// of the checkpoint taken on the signal and committing its manifest (a test
+// double for a slow file system).
 //
 // Environment:
 //   ONRAMP_CKPT_DIR         checkpoint directory (required)
@@ -161,8 +165,16 @@ int parse_signal(const char *spec)
 	return -1;
 }
 
+void sleep_ms(int64_t ms)
+{
+	struct timespec ts = {static_cast<time_t>(ms / 1000),
+	                      static_cast<long>((ms % 1000) * 1000000)};
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+	}
+}
+
 Status checkpoint(const std::string &dir, uint64_t seed, int64_t step, const std::vector<double> &w,
-                  uint64_t *gen_out)
+                  int64_t commit_delay_ms, uint64_t *gen_out)
 {
 	uint64_t gen = ckpt::next_generation(dir);
 	std::string gdir = ckpt::generation_dir(dir, gen);
@@ -180,6 +192,12 @@ Status checkpoint(const std::string &dir, uint64_t seed, int64_t step, const std
 	}
 	if (!st.ok())
 		return st;
+	if (commit_delay_ms > 0) {
+		log_info("test: committing generation %llu in %lld ms",
+		         static_cast<unsigned long long>(gen),
+		         static_cast<long long>(commit_delay_ms));
+		sleep_ms(commit_delay_ms);
+	}
 	auto m = ckpt::commit(dir, gen, step, {"weights.bin", "state.json"});
 	if (!m.ok())
 		return m.status();
@@ -221,7 +239,7 @@ Status restore(const std::string &dir, uint64_t gen, uint64_t seed, int64_t *ste
 int main(int argc, char **argv)
 {
 	log_set_program("onramp-trainer");
-	int64_t steps = 100000, step_ms = 0, ckpt_every = 0;
+	int64_t steps = 100000, step_ms = 0, ckpt_every = 0, slow_ckpt_ms = 0;
 	uint64_t seed = 1;
 	bool ignore_signal = false, corrupt = false;
 	const char *d = getenv("ONRAMP_CKPT_DIR");
@@ -249,6 +267,8 @@ int main(int argc, char **argv)
 			ignore_signal = true;
 		else if (a == "--test-corrupt-shard")
 			corrupt = true;
+		else if (a == "--test-slow-checkpoint")
+			slow_ckpt_ms = num();
 		else {
 			log_error("unknown argument '%s'", a.c_str());
 			return 2;
@@ -324,7 +344,8 @@ int main(int argc, char **argv)
 		bool periodic = ckpt_every > 0 && step % ckpt_every == 0;
 		if (g_signalled || periodic) {
 			uint64_t gen = 0;
-			Status st = checkpoint(dir, seed, step, w, &gen);
+			Status st =
+			    checkpoint(dir, seed, step, w, g_signalled ? slow_ckpt_ms : 0, &gen);
 			if (!st.ok()) {
 				log_error("checkpoint at step %lld failed: %s",
 				          static_cast<long long>(step), st.message().c_str());
@@ -355,11 +376,8 @@ int main(int argc, char **argv)
 				return 0;
 			}
 		}
-		if (step_ms > 0) {
-			struct timespec ts = {static_cast<time_t>(step_ms / 1000),
-			                      static_cast<long>((step_ms % 1000) * 1000000)};
-			nanosleep(&ts, nullptr);
-		}
+		if (step_ms > 0)
+			sleep_ms(step_ms);
 	}
 	fclose(lf);
 	log_info("done: %lld steps", static_cast<long long>(step));

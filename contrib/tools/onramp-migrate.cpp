@@ -18,6 +18,7 @@
 //   HELD        "scontrol requeuehold J" (or hold when it requeued itself)
 //   STEERED     ExcNodeList=source nodes, Features=TARGET (or ExcNodeList=
 //               every node but the target nodes), Switches=leaves it had
+//               @ half the confirm timeout (in minutes, at least 1)
 //   RELEASED    "scontrol release J"
 //   DONE        running on the target, restart count risen, resumed.json
 //               names the generation; marker removed
@@ -123,10 +124,56 @@ std::string join(const std::vector<std::string> &v, const char *sep = " ")
 	return s;
 }
 
+// How long a Slurm command that cannot reach slurmctld is retried
+// (MigrateCtldTimeout): a restart or failover of slurmctld in the middle
+// of a migration only delays it.
+int64_t g_ctld_wait_s = 600;
+
+bool ctld_unreachable(const CmdResult &r)
+{
+	if (r.rc == 0)
+		return false;
+	static const char *const kDown[] = {"Unable to contact slurm controller",
+	                                    "Socket timed out",
+	                                    "Zero Bytes were transmitted",
+	                                    "Connection refused",
+	                                    "Communication connection failure",
+	                                    "Transport endpoint is not connected",
+	                                    "in standby mode"};
+	for (const char *d : kDown)
+		if (r.out.find(d) != std::string::npos)
+			return true;
+	return false;
+}
+
+// Run a Slurm client command; while slurmctld does not answer, retry with
+// backoff (0.5 s doubling up to 5 s) for up to g_ctld_wait_s. Every command
+// onramp-migrate sends is safe to repeat (the callers check the outcome).
+CmdResult slurm(const std::vector<std::string> &argv)
+{
+	CmdResult r = run(argv);
+	if (!ctld_unreachable(r))
+		return r;
+	log_warn("slurmctld does not answer (%s: %s); retrying for up to %llds", argv[0].c_str(),
+	         r.out.c_str(), static_cast<long long>(g_ctld_wait_s));
+	int64_t deadline = now_ms() + g_ctld_wait_s * 1000;
+	double wait = 0.5;
+	while (now_ms() < deadline) {
+		sleep_s(wait);
+		wait = std::min(wait * 2, 5.0);
+		r = run(argv);
+		if (!ctld_unreachable(r)) {
+			log_info("slurmctld answers again (%s)", argv[0].c_str());
+			return r;
+		}
+	}
+	return r;
+}
+
 // Run a Slurm command that changes something; logs and returns its Status.
 Status act(const std::vector<std::string> &argv)
 {
-	CmdResult r = run(argv);
+	CmdResult r = slurm(argv);
 	log_debug("ran: %s -> %d %s", join(argv).c_str(), r.rc, r.out.c_str());
 	if (r.rc != 0)
 		return Status::Error(join(argv) + ": " + (r.out.empty() ? "failed" : r.out));
@@ -172,7 +219,7 @@ struct JobInfo {
 JobInfo job_info(uint32_t job)
 {
 	JobInfo j;
-	CmdResult r = run({"scontrol", "-o", "show", "job", std::to_string(job)});
+	CmdResult r = slurm({"scontrol", "-o", "show", "job", std::to_string(job)});
 	if (r.rc != 0 || r.out.find("JobId=") == std::string::npos)
 		return j;
 	j.raw = r.out.substr(0, r.out.find('\n'));
@@ -217,7 +264,7 @@ std::string ckpt_dir_of(const JobInfo &j)
 
 std::string node_reason(const std::string &node)
 {
-	CmdResult r = run({"scontrol", "-o", "show", "node", node});
+	CmdResult r = slurm({"scontrol", "-o", "show", "node", node});
 	auto kv = parse_kv(r.out);
 	std::string reason = kv["Reason"];
 	auto b = reason.rfind(" [");
@@ -228,7 +275,7 @@ std::string node_reason(const std::string &node)
 
 std::string node_features(const std::string &node)
 {
-	CmdResult r = run({"scontrol", "-o", "show", "node", node});
+	CmdResult r = slurm({"scontrol", "-o", "show", "node", node});
 	return parse_kv(r.out)["ActiveFeatures"];
 }
 
@@ -244,7 +291,7 @@ std::vector<std::string> expand(const std::string &hl)
 std::map<std::string, std::string> node_leaves()
 {
 	std::map<std::string, std::string> out;
-	CmdResult r = run({"scontrol", "show", "topology"});
+	CmdResult r = slurm({"scontrol", "show", "topology"});
 	size_t pos = 0;
 	while (pos < r.out.size()) {
 		size_t nl = r.out.find('\n', pos);
@@ -383,15 +430,47 @@ Migration row(Stmt &s)
 	return m;
 }
 
-// The test hook: exit right after journaling this state (simulated crash).
-void maybe_crash(const std::string &state)
+// Test hooks, for the tests' simulated crashes only (unset in production,
+// where they do nothing): ONRAMP_MIGRATE_CRASH_BEFORE=STATE exits with
+// status 99 after the actions that lead to STATE but before STATE is
+// journaled, ONRAMP_MIGRATE_CRASH_AFTER=STATE right after it is journaled.
+// STATE is a journal state (PLANNED, DRAINED, ..., RELEASED, DONE, ABORTED).
+void maybe_crash(const char *when, const std::string &state)
 {
-	const char *c = getenv("ONRAMP_MIGRATE_CRASH_AFTER");
+	std::string var = std::string("ONRAMP_MIGRATE_CRASH_") + when;
+	const char *c = getenv(var.c_str());
 	if (c && state == c) {
-		log_warn("ONRAMP_MIGRATE_CRASH_AFTER=%s: exiting now (test hook)", c);
+		log_warn("%s=%s: exiting now (test hook)", var.c_str(), c);
 		_exit(99);
 	}
 }
+
+// Serialises the decisions on source nodes (drain, undo of a drain, and the
+// journal write that ends a migration) between the threads and processes
+// that drive migrations, so that of two migrations draining one node the
+// last to finish resumes it. An flock on a fresh descriptor: threads of one
+// process exclude each other too.
+class DrainLock {
+public:
+	explicit DrainLock(const std::string &statedir)
+	{
+		std::string dir = statedir + "/locks";
+		(void)make_dirs(dir, 0700);
+		fd_ = open((dir + "/drain.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		while (fd_ >= 0 && flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+		}
+	}
+	~DrainLock()
+	{
+		if (fd_ >= 0)
+			close(fd_);
+	}
+	DrainLock(const DrainLock &) = delete;
+	DrainLock &operator=(const DrainLock &) = delete;
+
+private:
+	int fd_ = -1;
+};
 
 class Migrator {
 public:
@@ -400,6 +479,7 @@ public:
 	// Journal the new state (and the fields that go with it).
 	Status save(Migration &m, const std::string &state, const std::string &msg)
 	{
+		maybe_crash("BEFORE", state);
 		std::lock_guard<std::mutex> g(j_.mu);
 		m.state = state;
 		int64_t t = now_ms();
@@ -418,12 +498,14 @@ public:
 		e.step();
 		log_info("job %u: %s%s%s", m.job, state.c_str(), msg.empty() ? "" : ": ",
 		         msg.c_str());
+		maybe_crash("AFTER", state);
 		return Status::Ok();
 	}
 
 	// Insert a PLANNED row; refused when the job already has an active one.
 	Status plan(Migration &m)
 	{
+		maybe_crash("BEFORE", "PLANNED");
 		std::lock_guard<std::mutex> g(j_.mu);
 		int64_t t = now_ms();
 		Stmt s(j_.db(),
@@ -453,6 +535,7 @@ public:
 		m.state = "PLANNED";
 		log_info("job %u: PLANNED: migration %lld from %s to %s", m.job,
 		         static_cast<long long>(m.id), m.src.c_str(), m.target.c_str());
+		maybe_crash("AFTER", "PLANNED");
 		return Status::Ok();
 	}
 
@@ -485,6 +568,7 @@ public:
 
 private:
 	Status fail_abort(Migration &m, const std::string &why);
+	std::string drain_sources(Migration &m);
 	void undo_drain(Migration &m, bool only_ours = true);
 	void restore_marker(Migration &m);
 	Journal &j_;
@@ -497,6 +581,36 @@ void Migrator::restore_marker(Migration &m)
 	if (j.found && j.admin_comment.find(migrate::kMigratingMarker) != std::string::npos)
 		(void)act({"scontrol", "update", "jobid=" + std::to_string(m.job),
 		           "AdminComment=" + m.admin_comment});
+}
+
+// Drain m's source nodes (under a DrainLock); m.drained lists the nodes
+// this migration holds. Returns the error of a failed drain, else "".
+std::string Migrator::drain_sources(Migration &m)
+{
+	std::vector<std::string> drained;
+	std::string reason = strprintf("onramp:MIGRATE: job %u to %s", m.job, m.target.c_str());
+	const std::string prefix = "onramp:", ours = "onramp:MIGRATE:";
+	std::string failed;
+	for (const auto &n : expand(m.src)) {
+		std::string r = node_reason(n);
+		if (!r.empty() && r.compare(0, prefix.size(), prefix) != 0) {
+			log_info("node %s: keeping the admin's reason '%s'", n.c_str(), r.c_str());
+			continue;
+		}
+		if (!r.empty() && r.compare(0, ours.size(), ours) != 0)
+			continue; // another onramp flow drained it: not ours to undo
+		if (r.empty()) {
+			Status s = act({"scontrol", "update", "nodename=" + n, "state=drain",
+			                "reason=" + reason});
+			if (!s.ok()) {
+				failed = s.message();
+				break;
+			}
+		}
+		drained.push_back(n);
+	}
+	m.drained = hostlist_compress(drained);
+	return failed;
 }
 
 void Migrator::undo_drain(Migration &m, bool)
@@ -522,8 +636,9 @@ Status Migrator::fail_abort(Migration &m, const std::string &why)
 {
 	m.error = why;
 	log_error("job %u: migration aborted: %s", m.job, why.c_str());
-	undo_drain(m);
 	restore_marker(m);
+	DrainLock lock(cfg_.str("StateDir"));
+	undo_drain(m);
 	return save(m, "ABORTED", why);
 }
 
@@ -564,7 +679,6 @@ bool Migrator::drive_locked(Migration &m)
 			log_error("job %u: %s", m.job, s.message().c_str());
 			return false;
 		}
-		maybe_crash(state);
 		return true;
 	};
 
@@ -574,31 +688,18 @@ bool Migrator::drive_locked(Migration &m)
 		Status s = act({"scontrol", "update", "jobid=" + jid, "AdminComment=" + marker});
 		if (!s.ok())
 			return aborted(s.message());
-		// Drain the source nodes, keeping an admin's reason.
-		std::vector<std::string> drained;
-		std::string reason =
-		    strprintf("onramp:MIGRATE: job %u to %s", m.job, m.target.c_str());
-		std::string prefix = "onramp:";
-		for (const auto &n : expand(m.src)) {
-			std::string r = node_reason(n);
-			if (!r.empty() && r.compare(0, prefix.size(), prefix) != 0) {
-				log_info("node %s: keeping the admin's reason '%s'", n.c_str(),
-				         r.c_str());
-				continue;
-			}
-			if (!r.empty() && r.compare(0, 15, "onramp:MIGRATE:") != 0)
-				continue; // another onramp flow drained it: not ours to undo
-			if (r.empty()) {
-				s = act({"scontrol", "update", "nodename=" + n, "state=drain",
-				         "reason=" + reason});
-				if (!s.ok())
-					return aborted(s.message());
-			}
-			drained.push_back(n);
+		// Drain the source nodes, keeping an admin's reason. Nodes already
+		// drained for another migration are shared (resumed by the last).
+		std::string failed;
+		{
+			DrainLock lock(cfg_.str("StateDir"));
+			failed = drain_sources(m);
+			if (failed.empty() &&
+			    !step("DRAINED", "drained " + (m.drained.empty() ? "-" : m.drained)))
+				return false;
 		}
-		m.drained = hostlist_compress(drained);
-		if (!step("DRAINED", "drained " + (m.drained.empty() ? "-" : m.drained)))
-			return false;
+		if (!failed.empty())
+			return aborted(failed); // undoes what was drained so far
 	}
 
 	if (m.state == "DRAINED") {
@@ -756,7 +857,7 @@ bool Migrator::drive_locked(Migration &m)
 		                                 "ExcNodeList=" + m.src};
 		if (m.target_nodes) {
 			// Exclude every node but the targets.
-			CmdResult r = run({"sinfo", "-h", "-N", "-o", "%N"});
+			CmdResult r = slurm({"sinfo", "-h", "-N", "-o", "%N"});
 			std::set<std::string> all, tgt;
 			for (const auto &n : expand(m.target))
 				tgt.insert(n);
@@ -776,8 +877,16 @@ bool Migrator::drive_locked(Migration &m)
 		} else {
 			args.push_back("Features=" + m.target);
 		}
+		// Keep the job's shape: at most as many leaf switches as before.
+		// Without "@WAIT" Slurm keeps the job's own switch wait, which is
+		// 0 for a job submitted without --switches, i.e. the count would
+		// be dropped at once when the target cannot satisfy it right now.
+		// Wait up to half the confirm timeout (Slurm caps it at
+		// SchedulerParameters=max_switch_wait, default 300 s).
 		if (m.leaves > 0)
-			args.push_back("Switches=" + std::to_string(m.leaves));
+			args.push_back(strprintf(
+			    "Switches=%lld@%lld", static_cast<long long>(m.leaves),
+			    static_cast<long long>(std::max<int64_t>(1, m.confirm_s / 120))));
 		Status s = act(args);
 		if (!s.ok()) {
 			// Never leave the job held: release it where it may run.
@@ -849,6 +958,7 @@ bool Migrator::drive_locked(Migration &m)
 			sleep_s(1);
 		}
 		restore_marker(m);
+		DrainLock lock(cfg_.str("StateDir"));
 		if (!m.from_mode)
 			undo_drain(m); // --jobs: the nodes were drained only for the move
 		if (!m.error.empty()) {
@@ -868,7 +978,7 @@ bool is_admin()
 {
 	if (getuid() == 0)
 		return true;
-	CmdResult r = run({"scontrol", "show", "config"});
+	CmdResult r = slurm({"scontrol", "show", "config"});
 	auto p = r.out.find("SlurmUser");
 	if (p == std::string::npos)
 		return false;
@@ -894,7 +1004,7 @@ bool looks_like_nodes(const std::string &t)
 	auto n = expand(t);
 	if (n.empty())
 		return false;
-	CmdResult r = run({"scontrol", "-o", "show", "node", n[0]});
+	CmdResult r = slurm({"scontrol", "-o", "show", "node", n[0]});
 	return r.rc == 0 && r.out.find("NodeName=" + n[0] + " ") != std::string::npos;
 }
 
@@ -977,6 +1087,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	std::string statedir = cfg->str("StateDir");
+	g_ctld_wait_s = cfg->seconds("MigrateCtldTimeout");
 	if (cmd != "status" && !is_admin()) {
 		log_error("only root or SlurmUser may migrate jobs");
 		return 2;
@@ -1034,7 +1145,7 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			CmdResult r =
-			    run({"squeue", "-h", "-t", "RUNNING", "-w", from, "-o", "%A"});
+			    slurm({"squeue", "-h", "-t", "RUNNING", "-w", from, "-o", "%A"});
 			if (r.rc != 0) {
 				log_error("squeue: %s", r.out.c_str());
 				return 1;

@@ -7,90 +7,7 @@
 # the test cluster) before the requeued job may start again.
 
 load helpers
-
-ONRAMP_CONF=$ONRAMP_CLUSTER_DIR/etc/onramp.conf
-TRAINER=$ONRAMP_REPO/contrib/examples/onramp-trainer
-CTL=$ONRAMP_REPO/contrib/onrampctl
-
-setup_file() {
-	require_cluster
-	[[ -x $TRAINER ]] || skip "onramp-trainer not built"
-	cp -p "$ONRAMP_CONF" "$BATS_FILE_TMPDIR/onramp.conf.orig"
-	echo "MigratePartitions=batch" >>"$ONRAMP_CONF"
-	local off
-	off=$(log_offset "$ONRAMP_CTLD_LOG")
-	scontrol reconfigure
-	wait_for 30 "job_submit/onramp to reload onramp.conf" \
-		log_since_has "$ONRAMP_CTLD_LOG" "$off" "job_submit/onramp: loaded"
-}
-
-teardown_file() {
-	if [[ -f $BATS_FILE_TMPDIR/onramp.conf.orig ]]; then
-		cp -p "$BATS_FILE_TMPDIR/onramp.conf.orig" "$ONRAMP_CONF"
-		scontrol reconfigure >/dev/null 2>&1 || true
-	fi
-}
-
-setup() {
-	require_cluster
-	JOBS=()
-}
-
-teardown() {
-	local j
-	# A migration a failed test started in the background ends first.
-	if [[ -f ${BATS_TEST_TMPDIR:-/nonexistent}/first.pid ]]; then
-		local p; p=$(cat "$BATS_TEST_TMPDIR/first.pid")
-		while kill -0 "$p" 2>/dev/null; do sleep 0.5; done
-	fi
-	for j in "${JOBS[@]}"; do scancel "$j" 2>/dev/null || true; done
-	# Never leave a node drained by a failed test.
-	local n
-	for n in $(expand_hostlist "node[1-$ONRAMP_CLUSTER_NODES]"); do
-		if [[ $(node_field "$n" Reason) == onramp:MIGRATE:* ]]; then
-			scontrol update nodename="$n" state=resume 2>/dev/null || true
-		fi
-	done
-}
-
-spank_loaded() {
-	grep -q spank_onramp "$ONRAMP_CLUSTER_DIR/etc/plugstack.conf" 2>/dev/null
-}
-
-# trainer_job NAME [TRAINER ARGS...]: a trainer job of the test user on one
-# rack1 node, checkpoint directory $ONRAMP_JOBS_DIR/NAME.ckpt; prints its id.
-# It opts in with spank/onramp's --checkpoint-dir when the cluster loads it,
-# else through MigratePartitions and --comment=onramp:ckpt=DIR.
-trainer_job() {
-	local name=$1 dir
-	shift
-	dir=$ONRAMP_JOBS_DIR/$name.ckpt
-	rm -rf "$dir"
-	as_user mkdir -p "$dir"
-	if spank_loaded; then
-		as_user sbatch --parsable -N1 --constraint=rack1 -J "$name" -o "$name.out" \
-			--checkpoint-dir="$dir" --wrap "exec $TRAINER --step-ms 20 $*"
-	else
-		as_user sbatch --parsable -p batch -N1 --constraint=rack1 -J "$name" -o "$name.out" \
-			--comment="onramp:ckpt=$dir" \
-			--wrap "ONRAMP_CKPT_DIR=$dir exec $TRAINER --step-ms 20 $*"
-	fi
-}
-
-running_on_rack() {
-	local job=$1 rack=$2 n
-	[[ $(job_state "$job") == RUNNING ]] || return 1
-	for n in $(expand_hostlist "$(job_field "$job" NodeList)"); do
-		[[ $(node_field "$n" AvailableFeatures) == *"$rack"* ]] || return 1
-	done
-}
-
-# Wait until the job has written at least N loss lines.
-loss_lines() {
-	[[ $(wc -l <"$ONRAMP_JOBS_DIR/$1.ckpt/loss.log" 2>/dev/null || echo 0) -ge $2 ]]
-}
-
-json_num() { sed -n "s/.*\"$2\": *\([0-9]*\).*/\1/p" "$1" | head -1; }
+load migrate_helpers # and the setup/teardown hooks
 
 @test "jobs of a MigratePartitions partition are made requeueable with the migration warning signal" {
 	local job off
@@ -129,47 +46,65 @@ json_num() { sed -n "s/.*\"$2\": *\([0-9]*\).*/\1/p" "$1" | head -1; }
 	grep -qx "ONRAMP_RESTART_COUNT=0" "$ONRAMP_JOBS_DIR/spank.out"
 }
 
-@test "trainer jobs move from rack1 to rack2: same job id, resumed at the checkpointed step, loss continues" {
-	local a b
-	a=$(trainer_job mva --steps 1000000)
-	b=$(trainer_job mvb --steps 1000000 --seed 7)
-	JOBS+=("$a" "$b")
-	submit_wait "$a" RUNNING 60
-	submit_wait "$b" RUNNING 60
-	running_on_rack "$a" rack1
-	wait_for 60 "100 training steps" loss_lines mva 100
-	wait_for 60 "100 training steps" loss_lines mvb 100
+@test "four trainer jobs move from rack1 to rack2: same job ids, resumed at the checkpointed step, loss continues" {
+	local names=(mva mvb mvc mvd) ids=() i j
+	for i in 0 1 2 3; do
+		j=$(trainer_job "${names[i]}" --steps 1000000 --seed $((i + 1)))
+		ids+=("$j")
+		JOBS+=("$j")
+	done
+	for i in 0 1 2 3; do
+		submit_wait "${ids[i]}" RUNNING 60
+		running_on_rack "${ids[i]}" rack1
+	done
+	for i in 0 1 2 3; do
+		wait_for 60 "100 training steps" loss_lines "${names[i]}" 100
+	done
 	local src_a
-	src_a=$(job_field "$a" NodeList)
-	run "$CTL" migrate --jobs "$a,$b" --to rack2
+	src_a=$(job_field "${ids[0]}" NodeList)
+	run "$CTL" migrate --jobs "$(
+		IFS=,
+		echo "${ids[*]}"
+	)" --to rack2
 	echo "$output"
 	[ "$status" -eq 0 ]
-	for j in "$a" "$b"; do
+	local dir gen step
+	for i in 0 1 2 3; do
+		j=${ids[i]}
 		running_on_rack "$j" rack2
 		[ "$(job_field "$j" Restarts)" = 1 ]
+		# Resumed from the generation taken on the signal, at its step.
+		dir=$ONRAMP_JOBS_DIR/${names[i]}.ckpt
+		gen=$(json_num "$dir/resumed.json" generation)
+		step=$(json_num "$dir/resumed.json" step)
+		[ "$gen" -ge 1 ]
+		[ "$(json_num "$dir/$gen/manifest.json" step)" = "$step" ]
+		[ "$(json_num "$dir/resumed.json" restart_count)" = 1 ]
 	done
-	# Resumed from the generation taken on the signal, at its step.
-	local dir=$ONRAMP_JOBS_DIR/mva.ckpt gen step
-	gen=$(json_num "$dir/resumed.json" generation)
-	step=$(json_num "$dir/resumed.json" step)
-	[ "$(json_num "$dir/$gen/manifest.json" step)" = "$step" ]
-	wait_for 30 "steps after the move" loss_lines mva $((step + 110))
-	run "$CTL" verify-loss "$a"
-	echo "$output"
-	[ "$status" -eq 0 ]
+	for i in 0 1 2 3; do
+		dir=$ONRAMP_JOBS_DIR/${names[i]}.ckpt
+		step=$(json_num "$dir/resumed.json" step)
+		wait_for 30 "steps after the move" loss_lines "${names[i]}" $((step + 110))
+		run "$CTL" verify-loss "${ids[i]}"
+		echo "$output"
+		[ "$status" -eq 0 ]
+	done
 	# Exactly the trajectory of an uninterrupted run (the last line for a
 	# step counts).
-	local ref=$BATS_TEST_TMPDIR/ref upto=$((step + 100))
+	local ref=$BATS_TEST_TMPDIR/ref upto
+	dir=$ONRAMP_JOBS_DIR/mva.ckpt
+	upto=$(($(json_num "$dir/resumed.json" step) + 100))
 	ONRAMP_CKPT_DIR=$ref "$TRAINER" --steps "$upto" 2>/dev/null
 	diff <(awk -v n="$upto" '$1 <= n {l[$1] = $2} END {for (k = 1; k <= n; k++) print k, l[k]}' "$dir/loss.log") \
 		"$ref/loss.log"
-	# The source node was drained only for the move.
-	[[ $(node_field "$src_a" Reason) != onramp:MIGRATE:* ]]
-	# The journal says so too, and the job kept its shape (one leaf).
-	"$CTL" migrate --status "$a" | grep -q " DONE "
-	sqlite3 "$ONRAMP_CLUSTER_DIR/onramp/migrate.db" \
-		"select message from events e join migrations m on m.id = e.migration
-		 where m.job = $a and e.state = 'STEERED'" | grep -q "Switches=1"
+	# The source nodes were drained only for the move.
+	no_migrate_drain
+	[[ $(node_state "$src_a") != *DRAIN* ]]
+	# The journal says so too, and each job kept its shape (one leaf).
+	for j in "${ids[@]}"; do
+		"$CTL" migrate --status "$j" | grep -q " DONE "
+		steered_event "$j" | grep -q "Switches=1@"
+	done
 }
 
 @test "rollback sends a migrated job back to its source node, losing no step" {
