@@ -210,6 +210,14 @@ std::string ckpt_dir_of(const JobInfo &j)
 	return migrate::comment_value(j.comment, migrate::kCkptCommentKey);
 }
 
+// The job's comment from "Comment=" on: parse_kv cuts it at the blank of
+// "...; onramp:signal=...", which looks like a key of its own.
+std::string comment_from(const JobInfo &j)
+{
+	auto c = j.raw.find(" Comment=");
+	return c == std::string::npos ? j.comment : j.raw.substr(c + 9);
+}
+
 // The checkpoint signal and whom it reaches, as job_submit/onramp recorded
 // them in the job's comment: "scancel --signal=SIG [--batch|--full] J".
 std::vector<std::string> signal_args(const JobInfo &j, int sig, const Config &cfg,
@@ -217,7 +225,7 @@ std::vector<std::string> signal_args(const JobInfo &j, int sig, const Config &cf
 {
 	int recorded;
 	migrate::SignalTarget t;
-	migrate::checkpoint_signal_of(j.comment, cfg, &recorded, &t);
+	migrate::checkpoint_signal_of(comment_from(j), cfg, &recorded, &t);
 	return migrate::scancel_signal_args(sig, t, jid);
 }
 
@@ -622,7 +630,8 @@ bool Migrator::drive_locked(Migration &m)
 			if (!s.ok())
 				return aborted(s.message());
 		}
-		if (!step("SIGNALLED", strprintf("signal %d (%s)", m.sig, j.state.c_str())))
+		if (!step("SIGNALLED", strprintf("signal %d (%s): %s", m.sig, j.state.c_str(),
+		                                 join(signal_args(j, m.sig, cfg_, jid)).c_str())))
 			return false;
 	}
 	if (m.state == "SIGNALLING") {
@@ -1105,7 +1114,7 @@ int main(int argc, char **argv)
 			m.old_features = j.features;
 			m.leaves = static_cast<int64_t>(lv.size());
 			migrate::SignalTarget tgt;
-			migrate::checkpoint_signal_of(j.comment, cfg.value(), &m.sig, &tgt);
+			migrate::checkpoint_signal_of(comment_from(j), cfg.value(), &m.sig, &tgt);
 			m.ack_s = ack > 0 ? ack : cfg->seconds("MigrateAckTimeout");
 			m.grace_s = grace > 0 ? grace : cfg->seconds("MigrateGrace");
 			m.confirm_s = confirm > 0 ? confirm : cfg->seconds("MigrateConfirmTimeout");

@@ -8,16 +8,12 @@
 
 load helpers
 
-ONRAMP_CONF=$ONRAMP_CLUSTER_DIR/etc/onramp.conf
-TRAINER=$ONRAMP_REPO/contrib/examples/onramp-trainer
-CTL=$ONRAMP_REPO/contrib/onrampctl
-
 setup_file() {
 	require_cluster
-	cp -p "$ONRAMP_CONF" "$BATS_FILE_TMPDIR/onramp.conf.orig"
+	onramp_conf_save
 	local off
 	off=$(log_offset "$ONRAMP_CTLD_LOG")
-	echo "MigratePartitions=batch" >>"$ONRAMP_CONF"
+	echo "MigratePartitions=batch" >>"$ONRAMP_CLUSTER_DIR/etc/onramp.conf"
 	scontrol reconfigure
 	wait_for 30 "job_submit/onramp to reload onramp.conf" \
 		log_since_has "$ONRAMP_CTLD_LOG" "$off" "job_submit/onramp: loaded"
@@ -27,10 +23,7 @@ setup_file() {
 
 teardown_file() {
 	scontrol delete PartitionName=other >/dev/null 2>&1 || true
-	if [[ -f $BATS_FILE_TMPDIR/onramp.conf.orig ]]; then
-		cp -p "$BATS_FILE_TMPDIR/onramp.conf.orig" "$ONRAMP_CONF"
-		scontrol reconfigure >/dev/null 2>&1 || true
-	fi
+	onramp_conf_restore
 }
 
 setup() {
@@ -39,13 +32,9 @@ setup() {
 }
 
 teardown() {
-	local j n
+	local j
 	for j in "${JOBS[@]}"; do scancel "$j" 2>/dev/null || true; done
-	for n in $(expand_hostlist "node[1-$ONRAMP_CLUSTER_NODES]"); do
-		if [[ $(node_field "$n" Reason) == onramp:MIGRATE:* ]]; then
-			scontrol update nodename="$n" state=resume 2>/dev/null || true
-		fi
-	done
+	resume_migrate_drains
 }
 
 need_spank() {
@@ -121,6 +110,24 @@ held() {
 	lacks "$out" "no signal"
 }
 
+@test "F: (MigrateSignalTarget's default) Slurm's warning reaches the batch shell and the processes it started" {
+	need_spank
+	local job out=$ONRAMP_JOBS_DIR/warn-full.out
+	rm -f "$out"
+	# shellcheck disable=SC2016 # expanded by the job's shell
+	job=$(as_user sbatch --parsable --time=2 -o "$out" --checkpoint-dir="$ONRAMP_JOBS_DIR/wf.ckpt" \
+		--checkpoint-signal=USR1@110 \
+		--wrap 'trap "echo batch shell got USR1" USR1
+bash -c '\''trap "echo child got USR1; exit 0" USR1; for i in $(seq 300); do sleep 0.5; done; echo no signal'\'' &
+wait; wait')
+	JOBS+=("$job")
+	scontrol show job "$job" | grep -q "onramp:signal=F:USR1@110"
+	submit_wait "$job" COMPLETED 150
+	grep -qx "batch shell got USR1" "$out"
+	grep -qx "child got USR1" "$out"
+	lacks "$out" "no signal"
+}
+
 @test "S: Slurm's warning reaches the job's steps, not the batch shell" {
 	need_spank
 	local job out=$ONRAMP_JOBS_DIR/warn-steps.out
@@ -139,6 +146,9 @@ echo step done')
 	lacks "$out" "no signal"
 }
 
+TRAINER=$ONRAMP_REPO/contrib/examples/onramp-trainer
+CTL=$ONRAMP_REPO/contrib/onrampctl
+
 # A trainer job on rack1 whose batch shell traps USR2 and passes it on to
 # the trainer it runs in the background.
 trapping_trainer() {
@@ -152,17 +162,23 @@ trap 'echo batch shell got USR2; kill -USR2 \$pid' USR2
 wait \$pid; wait \$pid"
 }
 
+# training NAME JOB: wait until the job runs and has trained a little.
+training() {
+	submit_wait "$2" RUNNING 60
+	wait_for 60 "training steps" test -s "$ONRAMP_JOBS_DIR/$1.ckpt/loss.log"
+}
+
 @test "onrampctl migrate signals as the job's mode says: B: reaches the batch shell's trap, S: does not" {
 	[[ -x $TRAINER ]] || skip "onramp-trainer not built"
 	need_spank
 	local job
 	job=$(trapping_trainer mtb B:USR2)
 	JOBS+=("$job")
-	submit_wait "$job" RUNNING 60
-	wait_for 60 "training steps" test -s "$ONRAMP_JOBS_DIR/mtb.ckpt/loss.log"
+	training mtb "$job"
 	run "$CTL" migrate --jobs "$job" --to rack2
 	echo "$output"
 	[ "$status" -eq 0 ]
+	[[ $output == *"SIGNALLED: signal 12 (RUNNING): scancel --signal=12 --batch $job"* ]]
 	grep -qx "batch shell got USR2" "$ONRAMP_JOBS_DIR/mtb.out"
 	[ "$(job_field "$job" Restarts)" = 1 ]
 	local n
@@ -174,11 +190,11 @@ wait \$pid; wait \$pid"
 	# the migration is aborted and the job keeps running where it was.
 	job=$(trapping_trainer mts S:USR2)
 	JOBS+=("$job")
-	submit_wait "$job" RUNNING 60
-	wait_for 60 "training steps" test -s "$ONRAMP_JOBS_DIR/mts.ckpt/loss.log"
+	training mts "$job"
 	run "$CTL" migrate --jobs "$job" --to rack2 --ack-timeout 5
 	echo "$output"
 	[ "$status" -eq 1 ]
+	[[ $output == *"SIGNALLED: signal 12 (RUNNING): scancel --signal=12 $job"* ]]
 	[[ $output == *"ABORTED: no new checkpoint generation"* ]]
 	[ "$(job_state "$job")" = RUNNING ]
 	[ "$(job_field "$job" Restarts)" = 0 ]
