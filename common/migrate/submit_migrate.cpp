@@ -325,6 +325,13 @@ Status migrate_load(const Config &cfg, std::shared_ptr<const void> *out)
 	if (cfg.is_set("MigrateQos"))
 		v->qos = split_set(cfg.str("MigrateQos"));
 	Status s = migrate::parse_signal_spec(cfg.str("MigrateSignal"), &v->signal, &v->warn_time);
+	migrate::SignalTarget t;
+	bool has_target = false;
+	if (!s.ok() && migrate::parse_checkpoint_signal(cfg.str("MigrateSignal"), &v->signal,
+	                                                &v->warn_time, &t, &has_target)
+	                   .ok())
+		s = Status::Error("'" + cfg.str("MigrateSignal") +
+		                  "': no B:/S:/F: prefix here, set MigrateSignalTarget");
 	if (!s.ok())
 		return Status::Error(strprintf("%s:%d: MigrateSignal: %s", cfg.origin().c_str(),
 		                               cfg.line_of("MigrateSignal"), s.message().c_str()));

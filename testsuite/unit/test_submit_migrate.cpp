@@ -279,6 +279,12 @@ static void checkpoint_signal_specs_and_how_migrate_signals(void **)
 	assert_string_equal(migrate::comment_value("x onramp:ckpt=/a/b;y", "onramp:ckpt=").c_str(),
 	                    "/a/b");
 
+	auto pre = Config::parse("\nMigrateSignal=B:USR2@60\n", "t.conf");
+	std::shared_ptr<const void> pv;
+	Status ps = migrate_load(pre.value(), &pv);
+	assert_false(ps.ok());
+	assert_contains(ps.message(), "t.conf:2: MigrateSignal: 'B:USR2@60': no B:/S:/F: prefix");
+
 	auto bad = Config::parse("MigrateSignalTarget=everyone\n", "t.conf");
 	std::shared_ptr<const void> v;
 	Status s = bad.ok() ? migrate_load(bad.value(), &v) : bad.status();
