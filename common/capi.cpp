@@ -112,9 +112,9 @@ extern "C" void onramp_ctx_stamp(const onramp_ctx_t *ctx, char *buf, size_t bufl
 			if (stat(path.c_str(), &sb) != 0)
 				out += path + ":missing;";
 			else
-				out += onramp::strprintf("%s:%lu:%ld.%09ld:%ld;", path.c_str(),
-				                         (unsigned long)sb.st_ino, (long)sb.st_mtim.tv_sec,
-				                         sb.st_mtim.tv_nsec, (long)sb.st_size);
+				out += onramp::strprintf(
+				    "%s:%lu:%ld.%09ld:%ld;", path.c_str(), (unsigned long)sb.st_ino,
+				    (long)sb.st_mtim.tv_sec, sb.st_mtim.tv_nsec, (long)sb.st_size);
 		};
 		one(ctx->path);
 		auto cfg = onramp::ctx_config(ctx);
@@ -212,6 +212,10 @@ extern "C" int onramp_job_decide(onramp_ctx_t *ctx, const onramp_job_t *job, int
 		v.requeue = job->requeue;
 		v.warn_signal = job->warn_signal;
 		v.warn_time = job->warn_time;
+		v.warn_batch = job->warn_batch != 0;
+		v.batch = job->is_batch != 0;
+		v.default_partition = s(job->default_partition);
+		v.default_qos = s(job->default_qos);
 		for (uint32_t i = 0; job->spank_env && i < job->spank_env_size; i++)
 			if (job->spank_env[i])
 				v.spank_env.emplace_back(job->spank_env[i]);
@@ -241,6 +245,17 @@ extern "C" int onramp_job_decide(onramp_ctx_t *ctx, const onramp_job_t *job, int
 				edits->has_warn = 1;
 				edits->warn_signal = *d.warn_signal;
 				edits->warn_time = d.warn_time.value_or(0);
+				switch (
+				    d.warn_target.value_or(onramp::migrate::SignalTarget::Steps)) {
+				case onramp::migrate::SignalTarget::Batch:
+					edits->warn_target = ONRAMP_WARN_BATCH;
+					break;
+				case onramp::migrate::SignalTarget::Full:
+					edits->warn_target = ONRAMP_WARN_FULL;
+					break;
+				default:
+					edits->warn_target = ONRAMP_WARN_STEPS;
+				}
 			}
 			std::string c = d.comment_append;
 			if (d.hold && !d.hold_reason.empty())

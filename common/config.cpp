@@ -85,6 +85,9 @@ const std::vector<KeySpec> &config_schema()
 	     "comma-separated QOS whose jobs are migratable (opted in)"},
 	    {"MigrateSignal", KeyType::String, "USR2@120", nullptr, 0, 0,
 	     "warning signal given to migratable jobs without one: SIG[@SECONDS]"},
+	    {"MigrateSignalTarget", KeyType::Enum, "full", "full|batch|steps", 0, 0,
+	     "whom the checkpoint signal reaches: full (batch shell and its processes), batch "
+	     "(batch shell only, --signal=B:) or steps (job steps only)"},
 	    {"MigrateAckTimeout", KeyType::Duration, "60", nullptr, 1, 86400,
 	     "onrampctl migrate: how long a signalled job has to start its checkpoint"},
 	    {"MigrateGrace", KeyType::Duration, "300", nullptr, 1, 86400,

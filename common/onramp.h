@@ -85,12 +85,22 @@ typedef struct onramp_job {
 	int requeue;          /* -1: not given */
 	uint16_t warn_signal; /* 0: none */
 	uint16_t warn_time;
+	int warn_batch; /* --signal=B: */
+	int is_batch;   /* has a batch script */
+	/* Where a job that names no partition / QOS lands (NULL: unknown). */
+	const char *default_partition;
+	const char *default_qos;
 	char **spank_env; /* "NAME=value" */
 	uint32_t spank_env_size;
 	/* job_modify only: the job as it is now */
 	const char *current_admin_comment;
 	int current_requeue; /* -1: unknown */
 } onramp_job_t;
+
+/* Whom the warning signal reaches (Slurm 22.05 warn_flags): */
+#define ONRAMP_WARN_STEPS 0 /* job steps only (no flag) */
+#define ONRAMP_WARN_BATCH 1 /* batch shell only (KILL_JOB_BATCH, --signal=B:) */
+#define ONRAMP_WARN_FULL 2  /* batch shell's process group (KILL_FULL_JOB) */
 
 /* Edits the policy asks for; has_* / -1 mean "leave as is". */
 typedef struct onramp_job_edits {
@@ -104,7 +114,8 @@ typedef struct onramp_job_edits {
 	int has_warn;
 	uint16_t warn_signal;
 	uint16_t warn_time;
-	char comment_append[256]; /* "" when none */
+	int warn_target;           /* with has_warn: ONRAMP_WARN_* */
+	char comment_append[4352]; /* "" when none */
 } onramp_job_edits_t;
 
 /*

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "config.hpp"
+#include "migrate/migrate.hpp"
 #include "status.hpp"
 
 namespace onramp {
@@ -40,7 +41,12 @@ struct JobView {
 	int requeue = -1;                      // -1: not given, 0 no, 1 yes
 	uint16_t warn_signal = 0;              // 0: none
 	uint16_t warn_time = 0;                // seconds before the end
-	std::vector<std::string> spank_env;    // "NAME=value" from SPANK plugins
+	bool warn_batch = false;               // --signal=B: (batch shell only)
+	bool batch = true;                     // has a batch script (sbatch)
+	// Where a job that names no partition / QOS lands (resolved by the
+	// shim: the default partition, the association's default QOS).
+	std::string default_partition, default_qos;
+	std::vector<std::string> spank_env; // "NAME=value" from SPANK plugins
 	// job_modify only: the job as it is now.
 	std::string current_admin_comment;
 	int current_requeue = -1;
@@ -57,7 +63,8 @@ struct Decision {
 	std::optional<int> requeue;
 	std::optional<bool> open_append; // log files opened in append mode
 	std::optional<uint16_t> warn_signal, warn_time;
-	std::string comment_append; // text appended to the job's comment
+	std::optional<migrate::SignalTarget> warn_target; // with warn_signal
+	std::string comment_append;                       // text appended to the job's comment
 };
 
 // State beyond onramp.conf that the policy consults, loaded off the submit

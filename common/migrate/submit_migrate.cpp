@@ -2,17 +2,25 @@
 //
 // A job is migratable when it opted in: the SPANK option --checkpoint-dir
 // (SPANK_ONRAMP_CHECKPOINT_DIR in its SPANK environment), a partition in
-// MigratePartitions or a QOS in MigrateQos. Migratable jobs are made
-// requeueable, get their output opened in append mode (a requeued job goes
-// on writing the same files) and the MigrateSignal warning unless they gave
-// their own --signal. The checkpoint directory is recorded in the job's
-// comment as "onramp:ckpt=DIR" for onrampctl migrate.
+// MigratePartitions or a QOS in MigrateQos. The partition and QOS are the
+// job's effective ones: a job that names none counts in the default
+// partition (and its association's default QOS) the shim resolved; a job
+// that lists several partitions opts in when any of them is listed (it may
+// start in that one, and requeueability cannot wait for the choice).
+// Migratable jobs are made requeueable, get their output opened in append
+// mode (a requeued job goes on writing the same files) and the checkpoint
+// signal as their warning unless they gave their own --signal. The
+// checkpoint directory and signal are recorded in the job's comment as
+// "onramp:ckpt=DIR; onramp:signal=T:SIG@SECS" for onrampctl migrate, which
+// signals the job the same way (T: steps, batch shell, or both).
 //
-// While onrampctl migrates a job its AdminComment carries
+// While onrampctl migrate moves a job its AdminComment carries
 // "onramp:migrating"; a modification that would make the job
 // non-requeueable is refused then.
 #include <csignal>
+#include <cctype>
 #include <cstdlib>
+#include <strings.h>
 #include <set>
 #include <sstream>
 
@@ -27,8 +35,23 @@ struct MigrateView {
 	std::set<std::string> partitions, qos;
 	int signal = SIGUSR2;
 	int warn_time = 120;
-	std::string signal_text;
+	migrate::SignalTarget target = migrate::SignalTarget::Full;
 };
+
+const struct {
+	const char *n;
+	int v;
+} kSignalNames[] = {{"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"TERM", SIGTERM},
+                    {"INT", SIGINT},   {"HUP", SIGHUP},   {"URG", SIGURG},
+                    {"CONT", SIGCONT}, {"QUIT", SIGQUIT}, {"ALRM", SIGALRM}};
+
+const struct {
+	const char *name, *scancel;
+	char prefix;
+	migrate::SignalTarget t;
+} kTargets[] = {{"steps", "", 'S', migrate::SignalTarget::Steps},
+                {"batch", "--batch", 'B', migrate::SignalTarget::Batch},
+                {"full", "--full", 'F', migrate::SignalTarget::Full}};
 
 std::set<std::string> split_set(const std::string &s)
 {
@@ -55,6 +78,7 @@ namespace migrate {
 
 const char *const kMigratingMarker = "onramp:migrating";
 const char *const kCkptCommentKey = "onramp:ckpt=";
+const char *const kSignalCommentKey = "onramp:signal=";
 const char *const kSpankCkptDir = "SPANK_ONRAMP_CHECKPOINT_DIR";
 const char *const kSpankCkptSignal = "SPANK_ONRAMP_CHECKPOINT_SIGNAL";
 
@@ -68,17 +92,12 @@ Status parse_signal_spec(const std::string &spec, int *sig, int *seconds)
 	}
 	if (name.compare(0, 3, "SIG") == 0)
 		name = name.substr(3);
-	static const struct {
-		const char *n;
-		int v;
-	} names[] = {{"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"TERM", SIGTERM},
-	             {"INT", SIGINT},   {"HUP", SIGHUP},   {"URG", SIGURG},
-	             {"CONT", SIGCONT}, {"QUIT", SIGQUIT}, {"ALRM", SIGALRM}};
 	int v = -1;
-	if (!name.empty() && name.find_first_not_of("0123456789") == std::string::npos) {
+	if (!name.empty() && name.size() < 4 &&
+	    name.find_first_not_of("0123456789") == std::string::npos) {
 		v = atoi(name.c_str());
 	} else {
-		for (const auto &n : names)
+		for (const auto &n : kSignalNames)
 			if (name == n.n)
 				v = n.v;
 	}
@@ -100,6 +119,103 @@ Status parse_signal_spec(const std::string &spec, int *sig, int *seconds)
 	if (seconds)
 		*seconds = s;
 	return Status::Ok();
+}
+
+Status parse_signal_target(const std::string &name, SignalTarget *target)
+{
+	for (const auto &t : kTargets)
+		if (strcasecmp(name.c_str(), t.name) == 0) {
+			*target = t.t;
+			return Status::Ok();
+		}
+	return Status::Error("'" + name + "' is not a signal target (steps, batch or full)");
+}
+
+const char *signal_target_name(SignalTarget target)
+{
+	for (const auto &t : kTargets)
+		if (t.t == target)
+			return t.name;
+	return "?";
+}
+
+const char *scancel_target_option(SignalTarget target)
+{
+	for (const auto &t : kTargets)
+		if (t.t == target)
+			return t.scancel;
+	return "";
+}
+
+Status parse_checkpoint_signal(const std::string &spec, int *sig, int *seconds,
+                               SignalTarget *target, bool *has_target)
+{
+	*has_target = false;
+	std::string rest = spec;
+	if (spec.size() > 2 && spec[1] == ':') {
+		const char p = static_cast<char>(toupper(static_cast<unsigned char>(spec[0])));
+		for (const auto &t : kTargets)
+			if (p == t.prefix) {
+				*target = t.t;
+				*has_target = true;
+			}
+		if (!*has_target)
+			return Status::Error("'" + spec + "': '" + spec.substr(0, 2) +
+			                     "' is not a signal target (B: batch shell, S: "
+			                     "steps, F: both)");
+		rest = spec.substr(2);
+	}
+	Status s = parse_signal_spec(rest, sig, seconds);
+	if (!s.ok() && *has_target)
+		return Status::Error("'" + spec + "': " + s.message());
+	return s;
+}
+
+std::string format_checkpoint_signal(int sig, int seconds, SignalTarget target)
+{
+	std::string name = std::to_string(sig);
+	for (const auto &n : kSignalNames)
+		if (n.v == sig)
+			name = n.n;
+	char prefix = 'F';
+	for (const auto &t : kTargets)
+		if (t.t == target)
+			prefix = t.prefix;
+	return strprintf("%c:%s@%d", prefix, name.c_str(), seconds);
+}
+
+std::string comment_value(const std::string &comment, const char *key)
+{
+	const std::string k = key;
+	auto p = comment.find(k);
+	if (p == std::string::npos)
+		return "";
+	std::string v = comment.substr(p + k.size());
+	auto end = v.find_first_of("; \t");
+	return end == std::string::npos ? v : v.substr(0, end);
+}
+
+void checkpoint_signal_of(const std::string &comment, const Config &cfg, int *sig,
+                          SignalTarget *target)
+{
+	int secs = 0;
+	bool has = false;
+	std::string spec = comment_value(comment, kSignalCommentKey);
+	if (!spec.empty() && parse_checkpoint_signal(spec, sig, &secs, target, &has).ok() && has)
+		return;
+	*sig = SIGUSR2;
+	*target = SignalTarget::Full;
+	(void)parse_signal_spec(cfg.str("MigrateSignal"), sig, &secs);
+	(void)parse_signal_target(cfg.str("MigrateSignalTarget"), target);
+}
+
+std::vector<std::string> scancel_signal_args(int sig, SignalTarget target, const std::string &job)
+{
+	std::vector<std::string> a = {"scancel", "--signal=" + std::to_string(sig)};
+	if (*scancel_target_option(target))
+		a.push_back(scancel_target_option(target));
+	a.push_back(job);
+	return a;
 }
 
 std::string spank_value(const std::vector<std::string> &env, const char *name)
@@ -137,13 +253,17 @@ void migrate_decide(const PolicyState &st, const JobView &job, bool modify, Deci
 		return;
 	}
 	std::string dir = migrate::spank_value(job.spank_env, migrate::kSpankCkptDir);
+	// The job's effective partition and QOS: a job that names none runs in
+	// the defaults the shim resolved.
+	const std::string &part = job.partition.empty() ? job.default_partition : job.partition;
+	const std::string &qos = job.qos.empty() ? job.default_qos : job.qos;
 	const char *why = nullptr;
 	if (!dir.empty())
 		why = "--checkpoint-dir";
-	else if (view && !job.partition.empty() && any_in(job.partition, view->partitions))
-		why = "partition";
-	else if (view && !job.qos.empty() && any_in(job.qos, view->qos))
-		why = "qos";
+	else if (view && !part.empty() && any_in(part, view->partitions))
+		why = job.partition.empty() ? "default partition" : "partition";
+	else if (view && !qos.empty() && any_in(qos, view->qos))
+		why = job.qos.empty() ? "default qos" : "qos";
 	if (!why)
 		return;
 	if (job.requeue == 0) {
@@ -155,24 +275,45 @@ void migrate_decide(const PolicyState &st, const JobView &job, bool modify, Deci
 	}
 	d->requeue = 1;
 	d->open_append = true;
+	// The checkpoint signal: --checkpoint-signal, else the job's own
+	// --signal (B: batch shell, else its steps), else MigrateSignal to
+	// MigrateSignalTarget.
 	int sig = view ? view->signal : SIGUSR2, secs = view ? view->warn_time : 120;
+	migrate::SignalTarget target = view ? view->target : migrate::SignalTarget::Full;
 	std::string sspec = migrate::spank_value(job.spank_env, migrate::kSpankCkptSignal);
-	if (!sspec.empty()) {
-		int s2, t2;
-		if (migrate::parse_signal_spec(sspec, &s2, &t2).ok()) {
-			sig = s2;
-			secs = t2;
-		}
+	int s2, t2;
+	migrate::SignalTarget tg2;
+	bool has_tg = false;
+	if (!sspec.empty() &&
+	    migrate::parse_checkpoint_signal(sspec, &s2, &t2, &tg2, &has_tg).ok()) {
+		sig = s2;
+		secs = t2;
+		if (has_tg)
+			target = tg2;
+	} else if (job.warn_signal) {
+		sig = job.warn_signal;
+		secs = job.warn_time;
+		target =
+		    job.warn_batch ? migrate::SignalTarget::Batch : migrate::SignalTarget::Steps;
 	}
+	// Only a batch job has a batch shell; Slurm signals the steps of others.
+	if (!job.batch)
+		target = migrate::SignalTarget::Steps;
 	if (job.warn_signal == 0) {
 		d->warn_signal = static_cast<uint16_t>(sig);
 		d->warn_time = static_cast<uint16_t>(secs);
+		d->warn_target = target;
 	}
+	std::string spec = migrate::format_checkpoint_signal(sig, secs, target);
 	if (!dir.empty())
-		d->comment_append = migrate::kCkptCommentKey + dir;
+		d->comment_append = migrate::kCkptCommentKey + dir + "; ";
+	d->comment_append += migrate::kSignalCommentKey + spec;
 	std::string note =
 	    strprintf("migratable (%s): requeue, append%s", why,
-	              job.warn_signal ? "" : strprintf(", signal %d@%d", sig, secs).c_str());
+	              job.warn_signal ? ""
+	                              : strprintf(", signal %d@%d to %s", sig, secs,
+	                                          migrate::signal_target_name(target))
+	                                    .c_str());
 	d->message = d->message.empty() ? note : d->message + "; " + note;
 }
 
@@ -183,11 +324,22 @@ Status migrate_load(const Config &cfg, std::shared_ptr<const void> *out)
 		v->partitions = split_set(cfg.str("MigratePartitions"));
 	if (cfg.is_set("MigrateQos"))
 		v->qos = split_set(cfg.str("MigrateQos"));
-	v->signal_text = cfg.str("MigrateSignal");
-	Status s = migrate::parse_signal_spec(v->signal_text, &v->signal, &v->warn_time);
+	Status s = migrate::parse_signal_spec(cfg.str("MigrateSignal"), &v->signal, &v->warn_time);
+	migrate::SignalTarget t;
+	bool has_target = false;
+	if (!s.ok() && migrate::parse_checkpoint_signal(cfg.str("MigrateSignal"), &v->signal,
+	                                                &v->warn_time, &t, &has_target)
+	                   .ok())
+		s = Status::Error("'" + cfg.str("MigrateSignal") +
+		                  "': no B:/S:/F: prefix here, set MigrateSignalTarget");
 	if (!s.ok())
 		return Status::Error(strprintf("%s:%d: MigrateSignal: %s", cfg.origin().c_str(),
 		                               cfg.line_of("MigrateSignal"), s.message().c_str()));
+	s = migrate::parse_signal_target(cfg.str("MigrateSignalTarget"), &v->target);
+	if (!s.ok())
+		return Status::Error(
+		    strprintf("%s:%d: MigrateSignalTarget: %s", cfg.origin().c_str(),
+		              cfg.line_of("MigrateSignalTarget"), s.message().c_str()));
 	*out = v;
 	return Status::Ok();
 }

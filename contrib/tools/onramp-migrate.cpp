@@ -11,7 +11,8 @@
 //   PLANNED     row inserted (one active migration per job: a unique index),
 //               job marked AdminComment "onramp:migrating ..."
 //   DRAINED     source nodes drained "onramp:MIGRATE: job J -> TARGET"
-//   SIGNALLED   "scancel --signal=SIG --full J" at signal_ms
+//   SIGNALLED   "scancel --signal=SIG [--full|--batch] J" at signal_ms, as
+//               the job's "onramp:signal=" comment says (else onramp.conf)
 //   CHECKPOINTED a generation newer than the signal committed its manifest
 //   VERIFIED    every shard verified (else: the previous verified generation
 //               when the job already exited, abort when it still runs)
@@ -253,13 +254,26 @@ bool state_finished(const std::string &s)
 
 std::string ckpt_dir_of(const JobInfo &j)
 {
-	const std::string key = migrate::kCkptCommentKey;
-	auto p = j.comment.find(key);
-	if (p == std::string::npos)
-		return "";
-	std::string v = j.comment.substr(p + key.size());
-	auto end = v.find_first_of("; \t");
-	return end == std::string::npos ? v : v.substr(0, end);
+	return migrate::comment_value(j.comment, migrate::kCkptCommentKey);
+}
+
+// The job's comment from "Comment=" on: parse_kv cuts it at the blank of
+// "...; onramp:signal=...", which looks like a key of its own.
+std::string comment_from(const JobInfo &j)
+{
+	auto c = j.raw.find(" Comment=");
+	return c == std::string::npos ? j.comment : j.raw.substr(c + 9);
+}
+
+// The checkpoint signal and whom it reaches, as job_submit/onramp recorded
+// them in the job's comment: "scancel --signal=SIG [--batch|--full] J".
+std::vector<std::string> signal_args(const JobInfo &j, int sig, const Config &cfg,
+                                     const std::string &jid)
+{
+	int recorded;
+	migrate::SignalTarget t;
+	migrate::checkpoint_signal_of(comment_from(j), cfg, &recorded, &t);
+	return migrate::scancel_signal_args(sig, t, jid);
 }
 
 std::string node_reason(const std::string &node)
@@ -713,19 +727,19 @@ bool Migrator::drive_locked(Migration &m)
 		if (!step("SIGNALLING", "")) // signal_ms journaled before the signal
 			return false;
 		if (state_running(j.state)) {
-			Status s =
-			    act({"scancel", "--signal=" + std::to_string(m.sig), "--full", jid});
+			Status s = act(signal_args(j, m.sig, cfg_, jid));
 			if (!s.ok())
 				return aborted(s.message());
 		}
-		if (!step("SIGNALLED", strprintf("signal %d (%s)", m.sig, j.state.c_str())))
+		if (!step("SIGNALLED", strprintf("signal %d (%s): %s", m.sig, j.state.c_str(),
+		                                 join(signal_args(j, m.sig, cfg_, jid)).c_str())))
 			return false;
 	}
 	if (m.state == "SIGNALLING") {
 		// Crashed between journaling signal_ms and the signal: send it again.
 		JobInfo j = job_info(m.job);
 		if (j.found && state_running(j.state))
-			(void)act({"scancel", "--signal=" + std::to_string(m.sig), "--full", jid});
+			(void)act(signal_args(j, m.sig, cfg_, jid));
 		if (!step("SIGNALLED", "signal sent again after a restart"))
 			return false;
 	}
@@ -1210,7 +1224,8 @@ int main(int argc, char **argv)
 			m.admin_comment = j.admin_comment;
 			m.old_features = j.features;
 			m.leaves = static_cast<int64_t>(lv.size());
-			m.sig = sig;
+			migrate::SignalTarget tgt;
+			migrate::checkpoint_signal_of(comment_from(j), cfg.value(), &m.sig, &tgt);
 			m.ack_s = ack > 0 ? ack : cfg->seconds("MigrateAckTimeout");
 			m.grace_s = grace > 0 ? grace : cfg->seconds("MigrateGrace");
 			m.confirm_s = confirm > 0 ? confirm : cfg->seconds("MigrateConfirmTimeout");
@@ -1223,7 +1238,7 @@ int main(int argc, char **argv)
 				       to_nodes ? " (nodes)" : " (feature)", m.ckpt_dir.c_str(),
 				       static_cast<long long>(m.base_gen),
 				       static_cast<long long>(m.leaves), m.leaves == 1 ? "" : "es",
-				       sig, static_cast<long long>(m.ack_s),
+				       m.sig, static_cast<long long>(m.ack_s),
 				       static_cast<long long>(m.grace_s));
 				continue;
 			}

@@ -162,3 +162,27 @@ log_since() {
 log_since_has() {
 	log_since "$1" "$2" | grep -qE -- "$3"
 }
+
+# onramp_conf_save / onramp_conf_restore: keep the cluster's onramp.conf
+# while a bats file changes it (setup_file / teardown_file), then put it
+# back and reconfigure.
+onramp_conf_save() {
+	cp -p "$ONRAMP_CLUSTER_DIR/etc/onramp.conf" "$BATS_FILE_TMPDIR/onramp.conf.orig"
+}
+onramp_conf_restore() {
+	if [[ -f $BATS_FILE_TMPDIR/onramp.conf.orig ]]; then
+		cp -p "$BATS_FILE_TMPDIR/onramp.conf.orig" "$ONRAMP_CLUSTER_DIR/etc/onramp.conf"
+		scontrol reconfigure >/dev/null 2>&1 || true
+	fi
+}
+
+# resume_migrate_drains: resume every node onrampctl migrate drained
+# (reason onramp:MIGRATE:...), so a failed test leaves none drained.
+resume_migrate_drains() {
+	local n
+	for n in $(expand_hostlist "node[1-$ONRAMP_CLUSTER_NODES]"); do
+		if [[ $(node_field "$n" Reason) == onramp:MIGRATE:* ]]; then
+			scontrol update nodename="$n" state=resume 2>/dev/null || true
+		fi
+	done
+}

@@ -44,12 +44,14 @@ static void opted_in_jobs_become_migratable(void **)
 	d = decide_submit(st, s);
 	assert_int_equal(*d.warn_signal, SIGUSR1);
 	assert_int_equal(*d.warn_time, 90);
-	assert_string_equal(d.comment_append.c_str(), "onramp:ckpt=/scratch/u/run1");
+	assert_string_equal(d.comment_append.c_str(),
+	                    "onramp:ckpt=/scratch/u/run1; onramp:signal=F:USR1@90");
 	// As spank_job_control_setenv() stores it (no SPANK_ prefix).
 	JobView b;
 	b.spank_env = {"ONRAMP_CHECKPOINT_DIR=/scratch/u/run2"};
 	d = decide_submit(st, b);
-	assert_string_equal(d.comment_append.c_str(), "onramp:ckpt=/scratch/u/run2");
+	assert_string_equal(d.comment_append.c_str(),
+	                    "onramp:ckpt=/scratch/u/run2; onramp:signal=F:USR2@120");
 	assert_true(*d.requeue == 1);
 }
 
@@ -129,6 +131,168 @@ static void signal_specs(void **)
 	assert_contains(s.message(), "t.conf:1: MigrateSignal");
 }
 
+static void jobs_naming_no_partition_or_qos_count_in_the_defaults(void **)
+{
+	PolicyState st = conf();
+	// No -p: the default partition the shim resolved decides.
+	JobView j;
+	j.default_partition = "train";
+	Decision d = decide_submit(st, j);
+	assert_true(d.requeue.has_value() && *d.requeue == 1);
+	assert_contains(d.message, "migratable (default partition)");
+	// An explicit partition wins over the default.
+	j.partition = "batch";
+	assert_false(decide_submit(st, j).requeue.has_value());
+	// A list opts in when any listed partition is migratable.
+	j.partition = "batch,long";
+	assert_contains(decide_submit(st, j).message, "migratable (partition)");
+	JobView n;
+	n.default_partition = "batch";
+	assert_false(decide_submit(st, n).requeue.has_value());
+	// No --qos: the association's default QOS.
+	JobView q;
+	q.default_partition = "batch";
+	q.default_qos = "ckpt";
+	d = decide_submit(st, q);
+	assert_contains(d.message, "migratable (default qos)");
+	q.qos = "normal";
+	assert_false(decide_submit(st, q).requeue.has_value());
+	q.qos = "normal,ckpt";
+	assert_true(decide_submit(st, q).requeue.has_value());
+	// The default partition cannot dodge --no-requeue.
+	JobView r;
+	r.default_partition = "long";
+	r.requeue = 0;
+	assert_true(decide_submit(st, r).reject);
+}
+
+static void the_checkpoint_signal_reaches_whom_the_job_needs(void **)
+{
+	PolicyState st = conf();
+	JobView j;
+	j.partition = "train";
+	Decision d = decide_submit(st, j);
+	// Default MigrateSignalTarget=full: batch shell and its processes.
+	assert_true(*d.warn_target == migrate::SignalTarget::Full);
+	assert_string_equal(d.comment_append.c_str(), "onramp:signal=F:USR2@120");
+	assert_contains(d.message, "signal 12@120 to full");
+
+	PolicyState b = conf("MigratePartitions=train\nMigrateSignal=TERM@60\n"
+	                     "MigrateSignalTarget=batch\n");
+	d = decide_submit(b, j);
+	assert_int_equal(*d.warn_signal, SIGTERM);
+	assert_int_equal(*d.warn_time, 60);
+	assert_true(*d.warn_target == migrate::SignalTarget::Batch);
+	assert_string_equal(d.comment_append.c_str(), "onramp:signal=B:TERM@60");
+
+	// --checkpoint-signal with sbatch's B: (and onramp's S:, F:), any case.
+	const struct {
+		const char *spec;
+		migrate::SignalTarget t;
+		const char *comment;
+	} cases[] = {
+	    {"B:USR1@90", migrate::SignalTarget::Batch, "onramp:ckpt=/c; onramp:signal=B:USR1@90"},
+	    {"s:TERM", migrate::SignalTarget::Steps, "onramp:ckpt=/c; onramp:signal=S:TERM@120"},
+	    {"F:10@30", migrate::SignalTarget::Full, "onramp:ckpt=/c; onramp:signal=F:USR1@30"},
+	    {"HUP@5", migrate::SignalTarget::Batch, "onramp:ckpt=/c; onramp:signal=B:HUP@5"},
+	};
+	for (const auto &c : cases) {
+		JobView s;
+		s.spank_env = {"ONRAMP_CHECKPOINT_DIR=/c",
+		               std::string("ONRAMP_CHECKPOINT_SIGNAL=") + c.spec};
+		d = decide_submit(b, s); // no prefix: MigrateSignalTarget (batch)
+		assert_true(*d.warn_target == c.t);
+		assert_string_equal(d.comment_append.c_str(), c.comment);
+	}
+
+	// Not a batch job (srun, salloc): no batch shell, its steps get it.
+	JobView i;
+	i.partition = "train";
+	i.batch = false;
+	d = decide_submit(b, i);
+	assert_true(*d.warn_target == migrate::SignalTarget::Steps);
+	assert_string_equal(d.comment_append.c_str(), "onramp:signal=S:TERM@60");
+
+	// A user's own --signal is kept and recorded as Slurm will send it.
+	JobView o;
+	o.partition = "train";
+	o.warn_signal = SIGUSR1;
+	o.warn_time = 300;
+	o.warn_batch = true;
+	d = decide_submit(st, o);
+	assert_false(d.warn_signal.has_value());
+	assert_false(d.warn_target.has_value());
+	assert_string_equal(d.comment_append.c_str(), "onramp:signal=B:USR1@300");
+	o.warn_batch = false;
+	assert_string_equal(decide_submit(st, o).comment_append.c_str(),
+	                    "onramp:signal=S:USR1@300");
+	// ... but --checkpoint-signal says how onrampctl migrate asks.
+	o.spank_env = {"ONRAMP_CHECKPOINT_DIR=/c", "ONRAMP_CHECKPOINT_SIGNAL=F:USR2@100"};
+	d = decide_submit(st, o);
+	assert_false(d.warn_signal.has_value());
+	assert_string_equal(d.comment_append.c_str(), "onramp:ckpt=/c; onramp:signal=F:USR2@100");
+}
+
+static void checkpoint_signal_specs_and_how_migrate_signals(void **)
+{
+	int sig = 0, secs = 0;
+	migrate::SignalTarget t = migrate::SignalTarget::Steps;
+	bool has = true;
+	assert_true(migrate::parse_checkpoint_signal("USR2", &sig, &secs, &t, &has).ok());
+	assert_false(has);
+	assert_true(migrate::parse_checkpoint_signal("b:SIGTERM@7", &sig, &secs, &t, &has).ok());
+	assert_true(has && t == migrate::SignalTarget::Batch && sig == SIGTERM && secs == 7);
+	for (const char *bad : {"R:USR2", "B:", "B:KILL", "BB:USR2", "F:USR2@x"}) {
+		Status s = migrate::parse_checkpoint_signal(bad, &sig, &secs, &t, &has);
+		assert_false(s.ok());
+		assert_contains(s.message(), bad);
+	}
+	assert_string_equal(
+	    migrate::format_checkpoint_signal(40, 9, migrate::SignalTarget::Steps).c_str(),
+	    "S:40@9");
+
+	auto c = Config::parse("MigrateSignal=TERM@60\nMigrateSignalTarget=steps\n", "t.conf");
+	assert_true(c.ok());
+	// The job's recorded signal wins; without one, onramp.conf's.
+	migrate::checkpoint_signal_of("onramp:ckpt=/d; onramp:signal=B:USR1@90", c.value(), &sig,
+	                              &t);
+	assert_int_equal(sig, SIGUSR1);
+	assert_true(t == migrate::SignalTarget::Batch);
+	for (const char *comment :
+	     {"onramp:ckpt=/d", "onramp:signal=bogus", "onramp:signal=USR1"}) {
+		migrate::checkpoint_signal_of(comment, c.value(), &sig, &t);
+		assert_int_equal(sig, SIGTERM);
+		assert_true(t == migrate::SignalTarget::Steps);
+	}
+	auto args = [](int s, migrate::SignalTarget tg) {
+		std::string out;
+		for (const auto &a : migrate::scancel_signal_args(s, tg, "42"))
+			out += (out.empty() ? "" : " ") + a;
+		return out;
+	};
+	assert_string_equal(args(12, migrate::SignalTarget::Full).c_str(),
+	                    "scancel --signal=12 --full 42");
+	assert_string_equal(args(12, migrate::SignalTarget::Batch).c_str(),
+	                    "scancel --signal=12 --batch 42");
+	assert_string_equal(args(15, migrate::SignalTarget::Steps).c_str(),
+	                    "scancel --signal=15 42");
+	assert_string_equal(migrate::comment_value("x onramp:ckpt=/a/b;y", "onramp:ckpt=").c_str(),
+	                    "/a/b");
+
+	auto pre = Config::parse("\nMigrateSignal=B:USR2@60\n", "t.conf");
+	std::shared_ptr<const void> pv;
+	Status ps = migrate_load(pre.value(), &pv);
+	assert_false(ps.ok());
+	assert_contains(ps.message(), "t.conf:2: MigrateSignal: 'B:USR2@60': no B:/S:/F: prefix");
+
+	auto bad = Config::parse("MigrateSignalTarget=everyone\n", "t.conf");
+	std::shared_ptr<const void> v;
+	Status s = bad.ok() ? migrate_load(bad.value(), &v) : bad.status();
+	assert_false(s.ok());
+	assert_contains(s.message(), "t.conf:1");
+	assert_contains(s.message(), "MigrateSignalTarget");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -138,6 +302,9 @@ int main(void)
 	    cmocka_unit_test(no_requeue_conflicts_with_opting_in),
 	    cmocka_unit_test(migration_in_flight_keeps_the_job_requeueable),
 	    cmocka_unit_test(signal_specs),
+	    cmocka_unit_test(jobs_naming_no_partition_or_qos_count_in_the_defaults),
+	    cmocka_unit_test(the_checkpoint_signal_reaches_whom_the_job_needs),
+	    cmocka_unit_test(checkpoint_signal_specs_and_how_migrate_signals),
 	};
 	return cmocka_run_group_tests_name("submit_migrate", tests, NULL, NULL);
 }

@@ -17,6 +17,7 @@
 #include <slurm/slurm.h>
 #include <slurm/slurm_errno.h>
 
+#include "src/common/assoc_mgr.h"
 #include "src/common/xmalloc.h"
 #include "src/common/xstring.h"
 #include "src/slurmctld/locks.h"
@@ -121,7 +122,53 @@ static uint32_t _count(uint32_t v)
 	return (v == NO_VAL) ? 0 : v;
 }
 
-static void _fill(onramp_job_t *j, job_desc_msg_t *d, job_record_t *job_ptr, uint32_t submit_uid)
+/*
+ * The partition a job that names none lands in. job_submit runs with
+ * slurmctld's partition read lock held (job_submit_plugin_submit), so the
+ * default partition record can be read here.
+ */
+static const char *_default_partition(void)
+{
+	if (default_part_loc && default_part_loc->name)
+		return default_part_loc->name;
+	return default_part_name;
+}
+
+/*
+ * The QOS a job that names none gets: its association's default, as
+ * slurmctld resolves it at job creation (the way job_submit/lua's
+ * default_qos does). In-memory assoc_mgr lookups under its read locks,
+ * taken after slurmctld's own as slurmctld does; no I/O. "" when there is
+ * no such QOS record (e.g. no accounting).
+ */
+static void _default_qos(const job_desc_msg_t *d, uint32_t user_id, const char *part, char *buf,
+                         size_t len)
+{
+	assoc_mgr_lock_t locks = {.assoc = READ_LOCK, .qos = READ_LOCK, .user = READ_LOCK};
+	slurmdb_assoc_rec_t assoc, *assoc_ptr = NULL;
+	slurmdb_qos_rec_t qos, *qos_ptr = NULL;
+
+	buf[0] = '\0';
+	memset(&assoc, 0, sizeof(assoc));
+	memset(&qos, 0, sizeof(qos));
+	assoc.uid = user_id;
+	assoc.acct = d->account;
+	assoc.partition = (part && !strchr(part, ',')) ? (char *)part : NULL;
+	assoc_mgr_lock(&locks);
+	if ((assoc_mgr_fill_in_assoc(acct_db_conn, &assoc, accounting_enforce, &assoc_ptr, true) ==
+	     SLURM_SUCCESS) &&
+	    assoc_ptr) {
+		assoc_mgr_get_default_qos_info(assoc_ptr, &qos);
+		if ((assoc_mgr_fill_in_qos(acct_db_conn, &qos, accounting_enforce, &qos_ptr,
+		                           true) == SLURM_SUCCESS) &&
+		    qos_ptr && qos_ptr->name)
+			strlcpy(buf, qos_ptr->name, len);
+	}
+	assoc_mgr_unlock(&locks);
+}
+
+static void _fill(onramp_job_t *j, job_desc_msg_t *d, job_record_t *job_ptr, uint32_t submit_uid,
+                  char *qos_buf, size_t qos_len)
 {
 	memset(j, 0, sizeof(*j));
 	j->job_id = job_ptr ? job_ptr->job_id : 0;
@@ -142,6 +189,18 @@ static void _fill(onramp_job_t *j, job_desc_msg_t *d, job_record_t *job_ptr, uin
 	j->requeue = (d->requeue == NO_VAL16) ? -1 : d->requeue;
 	j->warn_signal = (d->warn_signal == NO_VAL16) ? 0 : d->warn_signal;
 	j->warn_time = (d->warn_time == NO_VAL16) ? 0 : d->warn_time;
+	j->warn_batch = (d->warn_flags != NO_VAL16) && (d->warn_flags & KILL_JOB_BATCH);
+	j->is_batch = d->script != NULL;
+	if (!job_ptr) {
+		/* A submission that names no partition / QOS gets the defaults. */
+		j->default_partition = d->partition ? NULL : _default_partition();
+		if (!d->qos) {
+			_default_qos(d, j->user_id,
+			             d->partition ? d->partition : j->default_partition, qos_buf,
+			             qos_len);
+			j->default_qos = qos_buf;
+		}
+	}
 	j->spank_env = d->spank_job_env;
 	j->spank_env_size = d->spank_job_env_size;
 	j->current_admin_comment = job_ptr ? job_ptr->admin_comment : NULL;
@@ -161,8 +220,22 @@ static void _apply(job_desc_msg_t *d, const onramp_job_edits_t *e)
 	if (e->open_append >= 0)
 		d->open_mode = e->open_append ? OPEN_MODE_APPEND : OPEN_MODE_TRUNCATE;
 	if (e->has_warn) {
+		uint16_t flags = (d->warn_flags == NO_VAL16) ? 0 : d->warn_flags;
+
 		d->warn_signal = e->warn_signal;
 		d->warn_time = e->warn_time;
+		/*
+		 * Whom slurmctld's warning reaches: no flag: the job steps
+		 * (slurmctld adds KILL_STEPS_ONLY); KILL_JOB_BATCH: the batch
+		 * shell only (--signal=B:); KILL_FULL_JOB: slurmd signals the
+		 * batch step's whole process group (killpg), as scancel --full.
+		 */
+		flags &= ~(KILL_JOB_BATCH | KILL_FULL_JOB | KILL_STEPS_ONLY);
+		if (e->warn_target == ONRAMP_WARN_BATCH)
+			flags |= KILL_JOB_BATCH;
+		else if (e->warn_target == ONRAMP_WARN_FULL)
+			flags |= KILL_FULL_JOB;
+		d->warn_flags = flags;
 	}
 	if (e->comment_append[0])
 		xstrfmtcat(d->comment, "%s%s", d->comment ? "; " : "", e->comment_append);
@@ -172,11 +245,11 @@ static int _decide(job_desc_msg_t *d, job_record_t *job_ptr, uint32_t submit_uid
 {
 	onramp_job_t j;
 	onramp_job_edits_t e;
-	char msg[512] = "";
+	char msg[512] = "", qos[256] = "";
 	int is_modify = job_ptr != NULL;
 	uint32_t job_id = job_ptr ? job_ptr->job_id : 0;
 
-	_fill(&j, d, job_ptr, submit_uid);
+	_fill(&j, d, job_ptr, submit_uid, qos, sizeof(qos));
 	if (onramp_job_decide(ctx, &j, is_modify, &e, msg, sizeof(msg)) < 0) {
 		info("%s: %s %u by uid %u rejected: %s", plugin_type,
 		     is_modify ? "update of job" : "submission", job_id, submit_uid, msg);

@@ -4,7 +4,10 @@
  *  Options (sbatch, salloc, srun):
  *    --checkpoint-dir=DIR            the job's checkpoint directory
  *                                    (onramp-checkpoint(7)); opts in
- *    --checkpoint-signal=SIG[@SECS]  warning signal (default: MigrateSignal)
+ *    --checkpoint-signal=[B:|S:|F:]SIG[@SECS]
+ *                                    checkpoint signal (default: MigrateSignal
+ *                                    to MigrateSignalTarget); B: the batch
+ *                                    shell only, S: the job steps, F: both
  *
  *  In the allocator the options go into the job's SPANK job control
  *  environment (ONRAMP_CHECKPOINT_DIR, ONRAMP_CHECKPOINT_SIGNAL), where
@@ -27,11 +30,21 @@ SPANK_PLUGIN(onramp, 1);
 static char *opt_dir = NULL;
 static char *opt_signal = NULL;
 
+/* "B:USR2@120" -> "USR2@120": what the job's tasks need to know. */
+static const char *_strip_target(const char *s)
+{
+	return (s[0] && s[1] == ':' && strchr("BbSsFf", s[0])) ? s + 2 : s;
+}
+
 static int _valid_signal(const char *s)
 {
 	const char *names[] = {"USR1", "USR2", "TERM", "INT", "HUP", "URG", "CONT", NULL};
 	char buf[32];
-	size_t n = strcspn(s, "@");
+	size_t n;
+	if (s[0] && s[1] == ':' && !strchr("BbSsFf", s[0]))
+		return 0;
+	s = _strip_target(s);
+	n = strcspn(s, "@");
 	if (n == 0 || n >= sizeof(buf))
 		return 0;
 	memcpy(buf, s, n);
@@ -73,9 +86,10 @@ static int _opt_signal(int val, const char *optarg, int remote)
 	(void)val;
 	(void)remote;
 	if (!optarg || !_valid_signal(optarg)) {
-		slurm_error("spank/onramp: --checkpoint-signal: '%s' is not SIG[@SECONDS] "
-		            "(USR1, USR2, TERM, ... or a number)",
-		            optarg ? optarg : "");
+		slurm_error(
+		    "spank/onramp: --checkpoint-signal: '%s' is not [B:|S:|F:]SIG[@SECONDS] "
+		    "(USR1, USR2, TERM, ... or a number; B: batch shell, S: steps, F: both)",
+		    optarg ? optarg : "");
 		return -1;
 	}
 	free(opt_signal);
@@ -88,9 +102,10 @@ static int _opt_signal(int val, const char *optarg, int remote)
 static struct spank_option onramp_options[] = {
     {"checkpoint-dir", "DIR",
      "checkpoint directory (onramp-checkpoint(7)); makes the job migratable", 1, 0, _opt_dir},
-    {"checkpoint-signal", "SIG[@SECONDS]",
-     "signal asking the job to checkpoint (default from onramp.conf MigrateSignal)", 1, 0,
-     _opt_signal},
+    {"checkpoint-signal", "[B:|S:|F:]SIG[@SECONDS]",
+     "signal asking the job to checkpoint (default from onramp.conf MigrateSignal); B: batch "
+     "shell only, S: job steps only, F: batch shell and its processes",
+     1, 0, _opt_signal},
     SPANK_OPTIONS_TABLE_END};
 
 int slurm_spank_init(spank_t sp, int ac, char **av)
@@ -151,7 +166,7 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
 		s = opt_signal ? opt_signal : "USR2";
 	r = _getenv(sp, "SLURM_RESTART_COUNT", rc, sizeof(rc));
 	spank_setenv(sp, "ONRAMP_CKPT_DIR", d, 1);
-	spank_setenv(sp, "ONRAMP_CKPT_SIGNAL", s, 1);
+	spank_setenv(sp, "ONRAMP_CKPT_SIGNAL", _strip_target(s), 1);
 	spank_setenv(sp, "ONRAMP_RESTART_COUNT", r ? r : "0", 1);
 	if (r && atoi(r) > 0) {
 		uint64_t gen = 0;
