@@ -96,6 +96,9 @@ const std::vector<KeySpec> &config_schema()
 	     "onrampctl migrate: how long to wait for the job to run again on the target"},
 	    {"MigrateCtldTimeout", KeyType::Duration, "600", nullptr, 1, 86400,
 	     "onrampctl migrate: how long to retry while slurmctld does not answer"},
+	    {"MigrateMaxPerJob", KeyType::Int, "4", nullptr, 1, 1000,
+	     "onrampctl migrate: how many completed migrations one job may have (rollback "
+	     "exempt)"},
 	    {"DebugFlags", KeyType::String, nullptr, nullptr, 0, 0,
 	     "comma-separated onramp debug flags (e.g. submit)"},
 	};

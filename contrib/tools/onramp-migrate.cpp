@@ -565,6 +565,15 @@ public:
 		return out;
 	}
 
+	// How many migrations of the job completed (MigrateMaxPerJob).
+	int64_t done_count(uint32_t job)
+	{
+		std::lock_guard<std::mutex> g(j_.mu);
+		Stmt s(j_.db(), "SELECT count(*) FROM migrations WHERE job=?1 AND state='DONE'");
+		s.bind(1, job);
+		return s.step() == SQLITE_ROW ? s.i64(0) : 0;
+	}
+
 	// Nodes drained by other active migrations (never undrained under them).
 	std::set<std::string> nodes_held_by_others(int64_t id)
 	{
@@ -1007,7 +1016,9 @@ int usage(FILE *f)
 {
 	fprintf(f, "usage: onramp-migrate migrate (--jobs IDS | --from NODES) --to FEATURE|NODES\n"
 	           "                      [--dry-run] [--grace S] [--ack-timeout S] "
-	           "[--confirm-timeout S]\n"
+	           "[--confirm-timeout S] [--rollback]\n"
+	           "  IDS: job ids, ARRAYID_TASK for one array task, or an array's id for\n"
+	           "  all its running tasks (each moves under its own job id)\n"
 	           "       onramp-migrate resume\n"
 	           "       onramp-migrate status [JOB]\n");
 	return f == stdout ? 0 : 2;
@@ -1020,6 +1031,40 @@ bool looks_like_nodes(const std::string &t)
 		return false;
 	CmdResult r = slurm({"scontrol", "-o", "show", "node", n[0]});
 	return r.rc == 0 && r.out.find("NodeName=" + n[0] + " ") != std::string::npos;
+}
+
+// One --jobs entry: a job id, ARRAYID_TASK (one array task) or an array's
+// id (every running task); each array task moves under its own job id. An
+// entry squeue does not show running is passed on as given when numeric, so
+// the caller reports its state.
+Status resolve_job_ids(const std::string &entry, std::vector<uint32_t> *ids)
+{
+	size_t us = entry.find('_');
+	auto digits = [](const std::string &t) {
+		return !t.empty() && t.size() <= 10 &&
+		       t.find_first_not_of("0123456789") == std::string::npos;
+	};
+	if (!digits(entry.substr(0, us)) ||
+	    (us != std::string::npos && !digits(entry.substr(us + 1))))
+		return Status::Error("'" + entry + "' is not a job id (N or ARRAYID_TASK)");
+	CmdResult r = slurm({"squeue", "-h", "-t", "RUNNING,CONFIGURING", "-j", entry, "-o", "%A"});
+	size_t before = ids->size();
+	if (r.rc == 0) {
+		for (size_t p = 0; p < r.out.size();) {
+			size_t nl = r.out.find('\n', p);
+			std::string id =
+			    r.out.substr(p, nl == std::string::npos ? std::string::npos : nl - p);
+			if (digits(id))
+				ids->push_back(static_cast<uint32_t>(atol(id.c_str())));
+			p = nl == std::string::npos ? r.out.size() : nl + 1;
+		}
+	}
+	if (ids->size() > before)
+		return Status::Ok();
+	if (us != std::string::npos)
+		return Status::Error("array task " + entry + " is not running");
+	ids->push_back(static_cast<uint32_t>(atol(entry.c_str())));
+	return Status::Ok();
 }
 
 int cmd_status(Journal &jr, const std::string &job)
@@ -1051,7 +1096,7 @@ int main(int argc, char **argv)
 	if (cmd == "-h" || cmd == "--help")
 		return usage(stdout);
 	std::string jobs, from, to;
-	bool dry = false;
+	bool dry = false, rollback = false;
 	int64_t grace = -1, ack = -1, confirm = -1;
 	std::vector<std::string> rest;
 	for (int i = 2; i < argc; i++) {
@@ -1081,6 +1126,8 @@ int main(int argc, char **argv)
 			to = val();
 		else if (a == "--dry-run")
 			dry = true;
+		else if (a == "--rollback")
+			rollback = true; // onrampctl rollback: exempt from MigrateMaxPerJob
 		else if (a == "--grace")
 			grace = dur();
 		else if (a == "--ack-timeout")
@@ -1143,12 +1190,11 @@ int main(int argc, char **argv)
 				size_t c = jobs.find(',', p);
 				std::string id = jobs.substr(
 				    p, c == std::string::npos ? std::string::npos : c - p);
-				if (id.empty() ||
-				    id.find_first_not_of("0123456789") != std::string::npos) {
-					log_error("--jobs: '%s' is not a job id", id.c_str());
+				Status rs = resolve_job_ids(id, &ids);
+				if (!rs.ok()) {
+					log_error("--jobs: %s", rs.message().c_str());
 					return 2;
 				}
-				ids.push_back(static_cast<uint32_t>(atol(id.c_str())));
 				if (c == std::string::npos)
 					break;
 				p = c + 1;
@@ -1175,8 +1221,13 @@ int main(int argc, char **argv)
 			if (ids.empty())
 				log_info("no running jobs on %s", from.c_str());
 		}
+		std::set<uint32_t> seen;
+		ids.erase(std::remove_if(ids.begin(), ids.end(),
+		                         [&](uint32_t id) { return !seen.insert(id).second; }),
+		          ids.end());
 		bool to_nodes = looks_like_nodes(to);
 		auto leaves = node_leaves();
+		std::map<std::string, uint32_t> m_dirs; // checkpoint directory -> job
 		int bad = 0;
 		for (uint32_t id : ids) {
 			JobInfo j = job_info(id);
@@ -1198,6 +1249,26 @@ int main(int argc, char **argv)
 			}
 			if (!state_running(j.state)) {
 				log_error("job %u: is %s, not running", id, j.state.c_str());
+				bad = 1;
+				continue;
+			}
+			if (!rollback) {
+				int64_t done = mg.done_count(id),
+				        cap = cfg->integer("MigrateMaxPerJob");
+				if (done >= cap) {
+					log_error("job %u: already migrated %lld times "
+					          "(MigrateMaxPerJob=%lld); not moving it again "
+					          "(onrampctl rollback is still allowed)",
+					          id, static_cast<long long>(done),
+					          static_cast<long long>(cap));
+					bad = 1;
+					continue;
+				}
+			}
+			if (!m_dirs.insert({m.ckpt_dir, id}).second) {
+				log_error("job %u: shares its checkpoint directory %s with job %u; "
+				          "give each job (array task) its own",
+				          id, m.ckpt_dir.c_str(), m_dirs[m.ckpt_dir]);
 				bad = 1;
 				continue;
 			}

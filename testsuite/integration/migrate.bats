@@ -115,7 +115,17 @@ load migrate_helpers # and the setup/teardown hooks
 	running_on_rack "$job" rack2
 	local first
 	first=$(json_num "$ONRAMP_JOBS_DIR/rb.ckpt/resumed.json" step)
-	run "$CTL" rollback "$job"
+	# MigrateMaxPerJob=1: one more migrate is refused, naming the cap, and
+	# leaves the job where it is; rollback is exempt.
+	local conf=$BATS_TEST_TMPDIR/onramp.conf
+	{ cat "$ONRAMP_CONF"; echo "MigrateMaxPerJob=1"; } >"$conf"
+	run env ONRAMP_CONF="$conf" "$CTL" migrate --jobs "$job" --to rack1
+	echo "$output"
+	[ "$status" -ne 0 ]
+	[[ $output == *"already migrated 1 times (MigrateMaxPerJob=1)"* ]]
+	running_on_rack "$job" rack2
+	[ "$(job_field "$job" Restarts)" = 1 ]
+	run env ONRAMP_CONF="$conf" "$CTL" rollback "$job"
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[ "$(job_field "$job" NodeList)" = "$src" ]
@@ -222,4 +232,40 @@ load migrate_helpers # and the setup/teardown hooks
 	running_on_rack "$job" rack2
 	[ "$(job_field "$job" Restarts)" = 1 ]
 	[ "$(json_num "$ONRAMP_JOBS_DIR/crash.ckpt/resumed.json" generation)" = 1 ]
+}
+
+@test "array tasks move under their own job ids; tasks sharing a checkpoint directory are refused" {
+	local arr dir=$ONRAMP_JOBS_DIR/arr.ckpt t0 t1
+	as_user mkdir -p "$dir" "$dir.1"
+	arr=$(as_user sbatch --parsable -p batch -N1 --constraint=rack1 --array=0-1 -o /dev/null \
+		--comment="onramp:ckpt=$dir" --wrap "sleep 600")
+	JOBS+=("$arr")
+	wait_for 60 "both array tasks to run" \
+		eval "[ \$(squeue -h -j $arr -t RUNNING -o %A | wc -l) -eq 2 ]"
+	t0=$(squeue -h -j "${arr}_0" -o %A)
+	t1=$(squeue -h -j "${arr}_1" -o %A)
+	[ "$t0" != "$t1" ]
+	# One task by ARRAYID_TASK: its own job id.
+	run "$CTL" migrate --jobs "${arr}_1" --to rack2 --dry-run
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == *"job $t1: would move"* ]]
+	[[ $output != *"job $t0:"* ]]
+	# The array's id: every running task, but not two into one directory.
+	run "$CTL" migrate --jobs "$arr" --to rack2 --dry-run
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ $output == *"shares its checkpoint directory $dir with job"* ]]
+	scontrol update jobid="${arr}_1" comment="onramp:ckpt=$dir.1"
+	run "$CTL" migrate --jobs "$arr" --to rack2 --dry-run
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == *"job $t0: would move"*"checkpoints $dir,"* ]]
+	[[ $output == *"job $t1: would move"*"checkpoints $dir.1,"* ]]
+	run "$CTL" migrate --jobs "${arr}_7" --to rack2
+	[ "$status" -eq 2 ]
+	[[ $output == *"array task ${arr}_7 is not running"* ]]
+	run "$CTL" migrate --jobs "12x" --to rack2
+	[ "$status" -eq 2 ]
+	[[ $output == *"'12x' is not a job id"* ]]
 }
