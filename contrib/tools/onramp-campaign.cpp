@@ -342,7 +342,54 @@ int cmd_smoke_close(Journal &j, const Args &a)
 struct Facts {
 	LayerFacts base;
 	std::map<std::string, int> sizes;
+	const Config *cfg = nullptr; // for the nodes' admission records
 };
+
+// "2026-11-29T12:41:19Z" -> seconds since the epoch, -1 if malformed.
+int64_t parse_iso(const std::string &t)
+{
+	struct tm tm {};
+	const char *e = strptime(t.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	if (!e || *e)
+		return -1;
+	return static_cast<int64_t>(timegm(&tm));
+}
+
+// The checks of the node's admission record when it was written at or after
+// since (this campaign's attempt): name, status, code, seconds, value and
+// threshold; a null Json when there is none (yet). An unreadable record is
+// reported in "error".
+Json admission_checks(const Config &cfg, const std::string &node, int64_t since)
+{
+	bool missing = false;
+	auto rec = admit::read_record(admit::record_path(cfg, node), &missing);
+	if (!rec.ok())
+		return missing ? Json() : Json::object().set("error", rec.status().message());
+	int64_t t = parse_iso(rec->time);
+	if (t < since)
+		return Json();
+	Json o = Json::object();
+	o.set("time", rec->time).set("status", rec->status).set("code", rec->code);
+	Json cs = Json::array();
+	size_t i;
+	json_t *c;
+	json_array_foreach(json_object_get(rec->verdict.get(), "checks"), i, c)
+	{
+		auto str = [&](const char *k) {
+			const char *v = json_string_value(json_object_get(c, k));
+			return std::string(v ? v : "");
+		};
+		Json x = Json::object();
+		x.set("name", str("name")).set("status", str("status")).set("code", str("code"));
+		x.set("duration_s", json_number_value(json_object_get(c, "duration_s")));
+		x.set("value", json_number_value(json_object_get(c, "value")));
+		x.set("threshold", json_number_value(json_object_get(c, "threshold")));
+		x.set("unit", str("unit"));
+		cs.push(x);
+	}
+	o.set("checks", cs);
+	return o;
+}
 
 std::string check_rules(const std::string &path)
 {
@@ -359,6 +406,7 @@ std::string check_rules(const std::string &path)
 Facts gather_facts(const Args &a, const Config &cfg)
 {
 	Facts f;
+	f.cfg = &cfg;
 	std::map<std::string, std::string> leaf_of;
 	load_racks(a, &leaf_of, &f.sizes); // optional here: caps shown when readable
 	f.base.feature = cfg.str("AdmittedFeature");
@@ -517,6 +565,11 @@ Json campaign_report(Journal &j, const CampaignRow &c, const Args &a, const Fact
 		}
 		o.set("timeline", tl);
 		auto start = n.times.find("rebooting");
+		if (facts.cfg && start != n.times.end()) {
+			Json adm = admission_checks(*facts.cfg, n.node, start->second);
+			if (adm)
+				o.set("admission", adm);
+		}
 		if (start != n.times.end()) {
 			int64_t end = t;
 			if (final_node_state(n.state) && n.times.count(n.state))
@@ -620,6 +673,19 @@ void print_text(const Json &r)
 		       s(x, "rack").c_str(), s(x, "wave").c_str(), s(x, "state").c_str(),
 		       el.empty() ? "-" : el.c_str(),
 		       s(x, "code").empty() ? "" : (s(x, "code") + ":").c_str(), tl.c_str());
+		json_t *adm = json_object_get(x, "admission");
+		std::string cl;
+		size_t ci;
+		json_t *c;
+		json_array_foreach(json_object_get(adm, "checks"), ci, c) cl +=
+		    strprintf(" %s=%s(%.1fs)", s(c, "name").c_str(), s(c, "status").c_str(),
+		              json_number_value(json_object_get(c, "duration_s")));
+		if (!cl.empty()) {
+			std::string at = s(adm, "time");
+			printf("  %-10s checks done@%s:%s\n", "",
+			       at.size() > 11 ? at.substr(11).c_str() : at.c_str(), cl.c_str());
+		} else if (!s(adm, "error").empty())
+			printf("  %-10s checks: %s\n", "", s(adm, "error").c_str());
 	}
 	json_array_foreach(json_object_get(o, "pairs"), i, x)
 	    printf("  pair %s(%s) <-> %s(%s): %s %s\n", s(x, "node").c_str(), s(x, "rack").c_str(),

@@ -100,6 +100,10 @@ start_sampler() {
 	# The failing node: drained with its code, recorded in the journal.
 	drained_with node6 '^onramp:NCCL_BW_LOW: '
 	[ "$(echo "$json" | jq -r '.campaigns[0].nodes_detail[] | select(.node == "node6") | .code')" = NCCL_BW_LOW ]
+	# Each node's timeline carries its checks, from this campaign's admission.
+	[ "$(echo "$json" | jq -r '.campaigns[0].nodes_detail[] | select(.node == "node6") | .admission.checks[] | select(.status == "FAIL") | .code')" = NCCL_BW_LOW ]
+	[ "$(echo "$json" | jq -r '.campaigns[0].nodes_detail[] | select(.node == "node1") | .admission.status')" = PASS ]
+	[ "$(echo "$json" | jq '[.campaigns[0].nodes_detail[] | select(.node == "node1") | .admission.checks[] | select(.status == "PASS")] | length')" -ge 7 ]
 	[ "$(echo "$json" | jq -r '.campaigns[0].counts.admitted')" -eq 11 ]
 	for n in node1 node2 node3 node5 node7 node9 node10 node11 node13 node14 node15; do
 		admitted_idle "$n"
@@ -114,6 +118,7 @@ start_sampler() {
 	run "$ONRAMPCTL" expand-status --name exp12
 	echo "$output"
 	[[ $output == *"layer platform"* ]]
+	[[ $output == *"checks done@"*"inventory=PASS("* ]]
 	# The report: five layers for the campaign, each rack and each wave.
 	json=$(report_json exp12)
 	[ "$(echo "$json" | jq -c '.campaigns[0].layers | keys')" = '["application","network","node","operations","platform"]' ]
