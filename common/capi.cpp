@@ -261,6 +261,8 @@ extern "C" int onramp_job_decide(onramp_ctx_t *ctx, const onramp_job_t *job, int
 			if (d.hold && !d.hold_reason.empty())
 				c += (c.empty() ? "" : "; ") + d.hold_reason;
 			copy_out(c, edits->comment_append, sizeof(edits->comment_append));
+			copy_out(d.ckpt_signal_env, edits->ckpt_signal_env,
+			         sizeof(edits->ckpt_signal_env));
 		}
 		return 0;
 	} catch (...) {

@@ -116,6 +116,7 @@ typedef struct onramp_job_edits {
 	uint16_t warn_time;
 	int warn_target;           /* with has_warn: ONRAMP_WARN_* */
 	char comment_append[4352]; /* "" when none */
+	char ckpt_signal_env[64];  /* "SIG@SECS" for ONRAMP_CKPT_SIGNAL; "" when none */
 } onramp_job_edits_t;
 
 /*

@@ -65,6 +65,9 @@ struct Decision {
 	std::optional<uint16_t> warn_signal, warn_time;
 	std::optional<migrate::SignalTarget> warn_target; // with warn_signal
 	std::string comment_append;                       // text appended to the job's comment
+	// "SIG@SECS": exported to a batch job's environment as ONRAMP_CKPT_SIGNAL
+	// (the checkpoint signal the job will get, whatever the opt-in path).
+	std::string ckpt_signal_env;
 };
 
 // State beyond onramp.conf that the policy consults, loaded off the submit

@@ -308,6 +308,7 @@ void migrate_decide(const PolicyState &st, const JobView &job, bool modify, Deci
 	if (!dir.empty())
 		d->comment_append = migrate::kCkptCommentKey + dir + "; ";
 	d->comment_append += migrate::kSignalCommentKey + spec;
+	d->ckpt_signal_env = spec.substr(2); // without the "T:" target
 	std::string note =
 	    strprintf("migratable (%s): requeue, append%s", why,
 	              job.warn_signal ? ""

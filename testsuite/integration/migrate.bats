@@ -17,7 +17,7 @@ load migrate_helpers # and the setup/teardown hooks
 	job=$(as_user sbatch --parsable -p batch -o /dev/null --comment=onramp:ckpt=/nonexistent --wrap "sleep 1")
 	JOBS+=("$job")
 	[ "$(job_field "$job" Requeue)" = 1 ]
-	log_since_has "$ONRAMP_CTLD_LOG" "$off" "job_submit/onramp: job 0: migratable \\(partition\\): requeue, append, signal 12@120"
+	log_since_has "$ONRAMP_CTLD_LOG" "$off" "job_submit/onramp: submission by uid [0-9]+ \\(job name wrap\\): migratable \\(partition\\): requeue, append, signal 12@120"
 	# Jobs of other partitions are left alone: migrate_submit.bats (here
 	# every job lands in batch, the default partition, and so opts in).
 }

@@ -62,7 +62,7 @@ held() {
 	[ "$(job_field "$job" Requeue)" = 1 ]
 	scontrol show job "$job" | grep -q "Comment=onramp:signal=F:USR2@120"
 	log_since_has "$ONRAMP_CTLD_LOG" "$off" \
-		"job_submit/onramp: job 0: migratable \\(default partition\\): requeue, append, signal 12@120 to full"
+		"job_submit/onramp: submission by uid [0-9]+ \\(job name wrap\\): migratable \\(default partition\\): requeue, append, signal 12@120 to full"
 	# Opted in: --no-requeue is refused, also without -p and for a list.
 	run held --no-requeue
 	[ "$status" -ne 0 ]
@@ -79,6 +79,32 @@ held() {
 	[[ $(job_field "$job" Comment) != *onramp:* ]]
 	run log_since_has "$ONRAMP_CTLD_LOG" "$off" "migratable"
 	[ "$status" -ne 0 ]
+}
+
+@test "the job's environment names its checkpoint signal (ONRAMP_CKPT_SIGNAL), whichever way it opted in" {
+	local job out=$ONRAMP_JOBS_DIR
+	# Opted in by partition: MigrateSignal (USR2@120).
+	job=$(as_user sbatch --parsable -o envsig1.out --wrap 'echo "sig=$ONRAMP_CKPT_SIGNAL"')
+	JOBS+=("$job")
+	submit_wait "$job" COMPLETED 60
+	grep -qx "sig=USR2@120" "$out/envsig1.out"
+	# The job's own --signal is the checkpoint signal.
+	job=$(as_user sbatch --parsable -o envsig2.out --signal=B:URG@77 --wrap 'echo "sig=$ONRAMP_CKPT_SIGNAL"')
+	JOBS+=("$job")
+	submit_wait "$job" COMPLETED 60
+	grep -qx "sig=URG@77" "$out/envsig2.out"
+	# Not opted in: nothing.
+	job=$(as_user sbatch --parsable -p other -o envsig3.out --wrap 'echo "sig=${ONRAMP_CKPT_SIGNAL:-none}"')
+	JOBS+=("$job")
+	submit_wait "$job" COMPLETED 60
+	grep -qx "sig=none" "$out/envsig3.out"
+	# spank/onramp passes it on for --checkpoint-dir without --checkpoint-signal.
+	need_spank
+	job=$(as_user sbatch --parsable -p other -o envsig4.out --checkpoint-dir="$out/envsig4.ckpt" \
+		--wrap 'echo "sig=$ONRAMP_CKPT_SIGNAL"')
+	JOBS+=("$job")
+	submit_wait "$job" COMPLETED 60
+	grep -qx "sig=USR2@120" "$out/envsig4.out"
 }
 
 @test "--checkpoint-signal takes sbatch's B: and onramp's S:/F: targets, and refuses others" {

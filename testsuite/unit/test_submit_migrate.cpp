@@ -52,6 +52,7 @@ static void opted_in_jobs_become_migratable(void **)
 	d = decide_submit(st, b);
 	assert_string_equal(d.comment_append.c_str(),
 	                    "onramp:ckpt=/scratch/u/run2; onramp:signal=F:USR2@120");
+	assert_string_equal(d.ckpt_signal_env.c_str(), "USR2@120");
 	assert_true(*d.requeue == 1);
 }
 
@@ -66,6 +67,7 @@ static void other_jobs_are_left_alone(void **)
 	assert_false(d.open_append.has_value());
 	assert_false(d.warn_signal.has_value());
 	assert_string_equal(d.comment_append.c_str(), "");
+	assert_string_equal(d.ckpt_signal_env.c_str(), "");
 }
 
 static void a_users_own_signal_is_kept(void **)
@@ -223,6 +225,7 @@ static void the_checkpoint_signal_reaches_whom_the_job_needs(void **)
 	assert_false(d.warn_signal.has_value());
 	assert_false(d.warn_target.has_value());
 	assert_string_equal(d.comment_append.c_str(), "onramp:signal=B:USR1@300");
+	assert_string_equal(d.ckpt_signal_env.c_str(), "USR1@300");
 	o.warn_batch = false;
 	assert_string_equal(decide_submit(st, o).comment_append.c_str(),
 	                    "onramp:signal=S:USR1@300");

@@ -18,6 +18,7 @@
 #include <slurm/slurm_errno.h>
 
 #include "src/common/assoc_mgr.h"
+#include "src/common/env.h"
 #include "src/common/xmalloc.h"
 #include "src/common/xstring.h"
 #include "src/slurmctld/locks.h"
@@ -239,6 +240,12 @@ static void _apply(job_desc_msg_t *d, const onramp_job_edits_t *e)
 	}
 	if (e->comment_append[0])
 		xstrfmtcat(d->comment, "%s%s", d->comment ? "; " : "", e->comment_append);
+	/* A batch job's tasks learn their checkpoint signal from the environment
+	 * (spank/onramp passes it on; jobs without it read it directly). */
+	if (e->ckpt_signal_env[0] && d->environment && d->env_size) {
+		env_array_overwrite(&d->environment, "ONRAMP_CKPT_SIGNAL", e->ckpt_signal_env);
+		d->env_size = envcount(d->environment);
+	}
 }
 
 static int _decide(job_desc_msg_t *d, job_record_t *job_ptr, uint32_t submit_uid, char **err_msg)
@@ -251,16 +258,24 @@ static int _decide(job_desc_msg_t *d, job_record_t *job_ptr, uint32_t submit_uid
 
 	_fill(&j, d, job_ptr, submit_uid, qos, sizeof(qos));
 	if (onramp_job_decide(ctx, &j, is_modify, &e, msg, sizeof(msg)) < 0) {
-		info("%s: %s %u by uid %u rejected: %s", plugin_type,
-		     is_modify ? "update of job" : "submission", job_id, submit_uid, msg);
+		if (is_modify)
+			info("%s: update of job %u by uid %u rejected: %s", plugin_type, job_id,
+			     submit_uid, msg);
+		else
+			info("%s: submission by uid %u (job name %s) rejected: %s", plugin_type,
+			     submit_uid, d->name ? d->name : "-", msg);
 		if (err_msg)
 			*err_msg = xstrdup(msg);
 		return ESLURM_ACCESS_DENIED;
 	}
 	_apply(d, &e);
-	if (msg[0])
-		info("%s: %s %u: %s", plugin_type, is_modify ? "update of job" : "job", job_id,
-		     msg);
+	/* A submission has no job id yet (22.05 assigns it later): name its
+	 * submitter and job name instead. */
+	if (msg[0] && is_modify)
+		info("%s: update of job %u: %s", plugin_type, job_id, msg);
+	else if (msg[0])
+		info("%s: submission by uid %u (job name %s): %s", plugin_type, submit_uid,
+		     d->name ? d->name : "-", msg);
 	return SLURM_SUCCESS;
 }
 

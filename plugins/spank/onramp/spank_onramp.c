@@ -150,7 +150,7 @@ static const char *_getenv(spank_t sp, const char *name, char *buf, int len)
 /* slurmstepd: tell the job's tasks where and how to checkpoint. */
 int slurm_spank_user_init(spank_t sp, int ac, char **av)
 {
-	char dir[4096], sig[64], rc[32];
+	char dir[4096], sig[64], envsig[64], rc[32];
 	const char *d, *s, *r;
 	(void)ac;
 	(void)av;
@@ -163,7 +163,13 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
 		return 0;
 	s = _getenv(sp, "SPANK_ONRAMP_CHECKPOINT_SIGNAL", sig, sizeof(sig));
 	if (!s)
-		s = opt_signal ? opt_signal : "USR2";
+		s = opt_signal;
+	/* job_submit/onramp exports the signal it gave the job (MigrateSignal
+	 * or the job's own --signal). */
+	if (!s)
+		s = _getenv(sp, "ONRAMP_CKPT_SIGNAL", envsig, sizeof(envsig));
+	if (!s)
+		s = "USR2";
 	r = _getenv(sp, "SLURM_RESTART_COUNT", rc, sizeof(rc));
 	spank_setenv(sp, "ONRAMP_CKPT_DIR", d, 1);
 	spank_setenv(sp, "ONRAMP_CKPT_SIGNAL", _strip_target(s), 1);
