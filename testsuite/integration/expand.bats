@@ -235,6 +235,25 @@ EOS
 	[ "$(echo "$json" | jq '[.campaigns[0].nodes_detail[] | select(.reboots != 1)] | length')" -eq 0 ]
 }
 
+@test "a node not back within --boot-timeout is drained with BOOT_TIMEOUT and pauses its wave" {
+	local hook=$ONRAMP_CLUSTER_DIR/etc/reboot-hook from json
+	from=$(wc -l <"$ONRAMP_REBOOT_LOG" 2>/dev/null || echo 0)
+	# The emulated hardware hangs 40 s in node12's boot (firmware, say).
+	printf '#!/bin/sh\n[ "$1" = node12 ] && sleep 40\nexit 0\n' >"$hook"
+	chmod 0755 "$hook"
+	run timeout 120 "$ONRAMPCTL" expand 'node[12,16]' --name expboot --boot-timeout 8
+	echo "$output"
+	[ "$status" -eq 3 ]
+	drained_with node12 '^onramp:BOOT_TIMEOUT: expand expboot wave 1: not back 8s after reboot'
+	json=$(status_json expboot)
+	[ "$(echo "$json" | jq -r '.campaigns[0].state')" = paused ]
+	[ "$(echo "$json" | jq -r '.campaigns[0].nodes_detail[] | select(.node == "node12") | .state + " " + .code')" = "boot_timeout BOOT_TIMEOUT" ]
+	[ "$(echo "$json" | jq -r '.campaigns[0].nodes_detail[] | select(.node == "node16") | .state')" = admitted ]
+	rm -f "$hook"
+	wait_for 60 "node12 to finish its slow boot" eval '[ "$(booted_count node12 "$from")" -ge 1 ]'
+	restore_nodes node12
+}
+
 @test "bad input is refused with a clear error: unknown nodes, fraction out of range, bad options" {
 	run "$ONRAMPCTL" expand 'node[1,99]'
 	[ "$status" -eq 2 ]
