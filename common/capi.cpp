@@ -5,6 +5,7 @@
 
 #include <sys/stat.h>
 
+#include "atomic_file.hpp"
 #include "ctx.hpp"
 #include "rewire/window.hpp"
 #include "hostlist.hpp"
@@ -79,11 +80,14 @@ extern "C" int onramp_ctx_reload(onramp_ctx_t *ctx)
 		if (!st.ok()) {
 			onramp::log_error("%s: %s; keeping the last good configuration",
 			                  ctx->component.c_str(), st.status().message().c_str());
+			std::lock_guard<std::mutex> g(ctx->mu);
+			ctx->last_error = st.status().message();
 			return -1;
 		}
 		{
 			std::lock_guard<std::mutex> g(ctx->mu);
 			ctx->state = st.value();
+			ctx->last_error.clear();
 		}
 		ctx->generation++;
 		onramp::log_info("%s: loaded %s", ctx->component.c_str(), ctx->path.c_str());
@@ -109,12 +113,14 @@ extern "C" void onramp_ctx_stamp(const onramp_ctx_t *ctx, char *buf, size_t bufl
 			struct stat sb;
 			if (path.empty())
 				return;
+			// As "stat -c '%n %i %.9Y %s'" prints it (onrampctl compares).
 			if (stat(path.c_str(), &sb) != 0)
-				out += path + ":missing;";
+				out += path + " missing\n";
 			else
-				out += onramp::strprintf(
-				    "%s:%lu:%ld.%09ld:%ld;", path.c_str(), (unsigned long)sb.st_ino,
-				    (long)sb.st_mtim.tv_sec, sb.st_mtim.tv_nsec, (long)sb.st_size);
+				out += onramp::strprintf("%s %lu %ld.%09ld %ld\n", path.c_str(),
+				                         (unsigned long)sb.st_ino,
+				                         (long)sb.st_mtim.tv_sec,
+				                         sb.st_mtim.tv_nsec, (long)sb.st_size);
 		};
 		one(ctx->path);
 		auto cfg = onramp::ctx_config(ctx);
@@ -126,6 +132,33 @@ extern "C" void onramp_ctx_stamp(const onramp_ctx_t *ctx, char *buf, size_t bufl
 		copy_out(out, buf, buflen);
 	} catch (...) {
 		copy_out("", buf, buflen);
+	}
+}
+
+extern "C" int onramp_ctx_ack(onramp_ctx_t *ctx, const char *path, const char *stamp)
+{
+	if (!ctx || !path || !*path)
+		return -1;
+	try {
+		std::string err;
+		{
+			std::lock_guard<std::mutex> g(ctx->mu);
+			err = ctx->last_error;
+		}
+		for (char &c : err)
+			if (c == '\n')
+				c = ' ';
+		std::string text = (err.empty() ? "status loaded\n" : "status kept " + err + "\n") +
+		                   (stamp ? stamp : "");
+		onramp::Status s = onramp::write_file_atomic(path, text, 0644);
+		if (!s.ok()) {
+			onramp::log_error("%s: cannot acknowledge the configuration in force: %s",
+			                  ctx->component.c_str(), s.message().c_str());
+			return -1;
+		}
+		return 0;
+	} catch (...) {
+		return -1;
 	}
 }
 

@@ -16,6 +16,7 @@ struct onramp_ctx {
 	mutable std::mutex mu;
 	std::shared_ptr<const onramp::PolicyState> state; // the last good one
 	std::atomic<uint64_t> generation{0};
+	std::string last_error; // of the last reload ("" when it loaded); under mu
 };
 
 namespace onramp {

@@ -54,6 +54,15 @@ uint64_t onramp_ctx_generation(const onramp_ctx_t *ctx);
  * File I/O (stat); never call it under slurmctld's locks.
  */
 void onramp_ctx_stamp(const onramp_ctx_t *ctx, char *buf, size_t buflen);
+/*
+ * Acknowledge what is in force: writes path (crash-safe) with a first line
+ * "status loaded" or "status kept <why the last reload failed>", then the
+ * stamp (one "PATH INODE MTIME.NSEC SIZE" or "PATH missing" line per file),
+ * so that onrampctl can wait until a plan it wrote is in force. File I/O;
+ * never under slurmctld's locks. Returns 0, or -1 (logged) when it cannot
+ * write.
+ */
+int onramp_ctx_ack(onramp_ctx_t *ctx, const char *path, const char *stamp);
 
 /* Copy the effective value of key (default applied) into buf; returns 0,
  * or -1 for an unknown key. */

@@ -190,6 +190,12 @@ EOP
 	[ "$status" -eq 0 ]
 	[[ $output == *"window w2 active: leaf2 cut off"* ]]
 	[[ $(spine_nodes) == "node[1-2,5-8]" ]]
+	# job_submit/onramp acknowledged the plan as start wrote it.
+	local ack
+	ack=$(scontrol show config | sed -n 's/^StateSaveLocation *= *//p')/onramp_job_submit.loaded
+	cat "$ack"
+	[ "$(head -n 1 "$ack")" = "status loaded" ]
+	grep -qxF "$(stat -c '%n %i %.9Y %s' "$PLAN")" "$ack"
 	j=$(submit -N7 -o /dev/null --wrap 'sleep 1')
 	sleep 2
 	[[ $(job_state "$j") == PENDING ]]

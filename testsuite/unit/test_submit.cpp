@@ -1,6 +1,11 @@
 // job_submit/onramp policy: the admission-path guard.
 #include "unit.hpp"
 
+#include <sys/stat.h>
+
+#include "atomic_file.hpp"
+#include "log.hpp"
+#include "onramp.h"
 #include "submit.hpp"
 
 using namespace onramp;
@@ -80,6 +85,52 @@ static void modify_cannot_move_a_user_job_in(void **)
 	assert_false(decide_modify(c, other).reject);
 }
 
+// The job_submit watcher's acknowledgement: what is in force, with the
+// stamps of the files read ("PATH INODE MTIME.NSEC SIZE", as stat -c
+// '%n %i %.9Y %s' prints them); a rejected reload says why it kept the last
+// good configuration.
+static void the_watcher_acknowledges_what_is_in_force(void **)
+{
+	std::string dir = unit_tmpdir(), conf = dir + "/onramp.conf", plan = dir + "/plan.json",
+	            ack = dir + "/ack";
+	assert_true(write_file_atomic(conf, "RewirePlan=" + plan + "\n").ok());
+	assert_true(
+	    write_file_atomic(dir + "/topology.conf", "SwitchName=leaf1 Nodes=node1\n").ok());
+	char err[512] = "";
+	onramp_ctx_t *ctx = onramp_ctx_create(conf.c_str(), "test", err, sizeof(err));
+	if (!ctx)
+		print_error("%s\n", err);
+	assert_non_null(ctx);
+	char stamp[4096];
+	onramp_ctx_stamp(ctx, stamp, sizeof(stamp));
+	struct stat sb;
+	assert_int_equal(stat(conf.c_str(), &sb), 0);
+	std::string want =
+	    strprintf("%s %lu %ld.%09ld %ld\n", conf.c_str(), (unsigned long)sb.st_ino,
+	              (long)sb.st_mtim.tv_sec, sb.st_mtim.tv_nsec, (long)sb.st_size);
+	assert_contains(stamp, want.c_str());
+	assert_contains(stamp, (plan + " missing\n").c_str());
+	assert_int_equal(onramp_ctx_ack(ctx, ack.c_str(), stamp), 0);
+	auto a = read_file(ack);
+	assert_true(a.ok());
+	assert_string_equal(a->c_str(), (std::string("status loaded\n") + stamp).c_str());
+	// A bad file: the last good configuration stays, and the ack says why.
+	assert_true(write_file_atomic(conf, "NoSuchKey=1\n").ok());
+	assert_int_equal(onramp_ctx_reload(ctx), -1);
+	assert_int_equal(onramp_ctx_ack(ctx, ack.c_str(), stamp), 0);
+	a = read_file(ack);
+	assert_contains(a.value(), "status kept ");
+	assert_contains(a.value(), "NoSuchKey");
+	// Fixed again: loaded.
+	assert_true(write_file_atomic(conf, "\n").ok());
+	assert_int_equal(onramp_ctx_reload(ctx), 0);
+	assert_int_equal(onramp_ctx_ack(ctx, ack.c_str(), ""), 0);
+	assert_string_equal(read_file(ack)->c_str(), "status loaded\n");
+	// An unwritable place is an error, not a crash.
+	assert_int_equal(onramp_ctx_ack(ctx, (dir + "/no/such/dir/ack").c_str(), ""), -1);
+	onramp_ctx_destroy(ctx);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -87,6 +138,7 @@ int main(void)
 	    cmocka_unit_test(user_jobs_are_left_alone),
 	    cmocka_unit_test(admins_use_it_only_inside_a_reservation),
 	    cmocka_unit_test(modify_cannot_move_a_user_job_in),
+	    cmocka_unit_test(the_watcher_acknowledges_what_is_in_force),
 	};
 	return cmocka_run_group_tests_name("submit", tests, NULL, NULL);
 }

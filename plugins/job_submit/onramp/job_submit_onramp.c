@@ -37,13 +37,18 @@ static bool watch_stop = false;
 static pthread_mutex_t watch_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t watch_cond = PTHREAD_COND_INITIALIZER;
 
-static time_t _conf_update_time(void)
+/* slurm_conf's last update, and where to acknowledge what is in force:
+ * <StateSaveLocation>/onramp_job_submit.loaded (slurmctld can write there;
+ * onrampctl reads it). */
+static time_t _conf_update_time(char *ack, size_t acklen)
 {
 	slurmctld_lock_t lock = {.conf = READ_LOCK};
 	time_t t;
 
 	lock_slurmctld(lock);
 	t = slurm_conf.last_update;
+	snprintf(ack, acklen, "%s/onramp_job_submit.loaded",
+	         slurm_conf.state_save_location ? slurm_conf.state_save_location : "");
 	unlock_slurmctld(lock);
 	return t;
 }
@@ -53,14 +58,20 @@ static time_t _conf_update_time(void)
  * slurm_conf.last_update has one-second resolution, so the files themselves
  * are watched too: a change of onramp.conf, the rewire plan, the fabric file
  * or topology.conf is read within a second, reconfigure or not (a bad file
- * is logged and the last good state kept, as at reconfigure).
+ * is logged and the last good state kept, as at reconfigure). Each (re)load
+ * is acknowledged in a file with the stamps of the files it read, so that
+ * onrampctl knows when a plan it wrote is in force.
  */
 static void *_watch(void *arg)
 {
-	time_t seen = _conf_update_time();
-	char stamp[4096], now_stamp[4096];
+	char stamp[4096], now_stamp[4096], ack[4096];
+	time_t seen = _conf_update_time(ack, sizeof(ack));
 
 	onramp_ctx_stamp(ctx, stamp, sizeof(stamp));
+	if (ack[0] != '/')
+		ack[0] = '\0';
+	else
+		(void)onramp_ctx_ack(ctx, ack, stamp);
 	slurm_mutex_lock(&watch_mu);
 	while (!watch_stop) {
 		struct timespec ts;
@@ -72,12 +83,14 @@ static void *_watch(void *arg)
 		if (watch_stop)
 			break;
 		slurm_mutex_unlock(&watch_mu);
-		now = _conf_update_time();
+		now = _conf_update_time(ack, sizeof(ack));
 		onramp_ctx_stamp(ctx, now_stamp, sizeof(now_stamp));
 		if ((now != seen) || strcmp(now_stamp, stamp)) {
 			seen = now;
 			strlcpy(stamp, now_stamp, sizeof(stamp));
 			(void)onramp_ctx_reload(ctx);
+			if (ack[0] == '/')
+				(void)onramp_ctx_ack(ctx, ack, stamp);
 		}
 		slurm_mutex_lock(&watch_mu);
 	}
