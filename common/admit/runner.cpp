@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <algorithm>
+#include <utility>
+#include <vector>
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -66,36 +68,53 @@ void write_all(int fd, const std::string &s)
 	_exit(0);
 }
 
-// Kill the group and reap what is ours of it, for at most grace_s.
-bool kill_and_reap(pid_t pgid, double grace_s)
+// The other members of process group pgid: (pid, zombie).
+std::vector<std::pair<pid_t, bool>> group_members(pid_t pgid, pid_t except);
+
+// Kill the group of leader (our child, not yet reaped: while it is at most
+// a zombie, its pid, the group's id, cannot be given to another process)
+// and reap what is ours of it, for at most grace_s; the leader last, with
+// its wait status into *status. Returns false when members other than the
+// leader outlived the grace period.
+bool kill_and_reap(pid_t leader, double grace_s, int *status)
 {
-	kill(-pgid, SIGKILL);
 	double until = now_s() + grace_s;
+	bool clean = true;
 	for (;;) {
-		int st;
-		pid_t p = waitpid(-pgid, &st, WNOHANG);
-		if (p > 0)
-			continue;
-		if (p < 0 && errno == EINTR)
-			continue;
-		bool ours_left = p == 0;
-		if (!ours_left && !process_group_alive(pgid))
-			return true;
-		if (now_s() > until)
-			return false;
-		kill(-pgid, SIGKILL);
+		kill(-leader, SIGKILL);
+		auto others = group_members(leader, leader);
+		for (const auto &m : others)
+			if (m.second)
+				(void)waitpid(m.first, nullptr, WNOHANG); // re-parented to us
+		if (others.empty())
+			break;
+		if (now_s() > until) {
+			clean = false;
+			break;
+		}
 		usleep(10000);
 	}
+	// Never signalled again after this: the group's id may be reused.
+	while (waitpid(leader, status, 0) < 0 && errno == EINTR) {
+	}
+	return clean;
 }
 
 } // namespace
 
 bool process_group_alive(pid_t pgid)
 {
+	return !group_members(pgid, 0).empty();
+}
+
+namespace {
+
+std::vector<std::pair<pid_t, bool>> group_members(pid_t pgid, pid_t except)
+{
+	std::vector<std::pair<pid_t, bool>> out;
 	DIR *d = opendir("/proc");
 	if (!d)
-		return false;
-	bool alive = false;
+		return out;
 	while (struct dirent *e = readdir(d)) {
 		char *end = nullptr;
 		long pid = strtol(e->d_name, &end, 10);
@@ -113,14 +132,14 @@ bool process_group_alive(pid_t pgid)
 		if (sscanf(stat->c_str() + close_paren + 1, " %c %ld %ld", &state, &ppid, &pgrp) !=
 		    3)
 			continue;
-		if (pgrp == pgid) {
-			alive = true;
-			break;
-		}
+		if (pgrp == pgid && pid != except)
+			out.emplace_back(static_cast<pid_t>(pid), state == 'Z');
 	}
 	closedir(d);
-	return alive;
+	return out;
 }
+
+} // namespace
 
 IsolatedRun run_isolated(const std::string &name, double timeout_s,
                          const std::function<CheckResult()> &fn,
@@ -165,7 +184,15 @@ IsolatedRun run_isolated(const std::string &name, double timeout_s,
 	std::string text;
 	double deadline = start + timeout_s;
 	int wstatus = 0;
-	bool reaped_child = false;
+	bool reaped_child = false; // exited: a zombie, reaped by kill_and_reap
+	// Has the child exited? WNOWAIT leaves it a zombie, so that its pid (the
+	// process group's id) stays reserved until the group is killed.
+	auto exited = [&]() {
+		siginfo_t si{};
+		return waitid(P_PID, static_cast<id_t>(pid), &si, WEXITED | WNOHANG | WNOWAIT) ==
+		           0 &&
+		       si.si_pid == pid;
+	};
 	auto drain = [&]() {
 		char buf[65536];
 		for (;;) {
@@ -180,7 +207,7 @@ IsolatedRun run_isolated(const std::string &name, double timeout_s,
 	for (;;) {
 		if (drain())
 			break;
-		if (!reaped_child && waitpid(pid, &wstatus, WNOHANG) == pid) {
+		if (!reaped_child && exited()) {
 			reaped_child = true;
 			drain();
 			break;
@@ -198,7 +225,7 @@ IsolatedRun run_isolated(const std::string &name, double timeout_s,
 	if (!out.timed_out && !reaped_child) {
 		// EOF seen: the child is about to exit.
 		while (now_s() < deadline) {
-			if (waitpid(pid, &wstatus, WNOHANG) == pid) {
+			if (exited()) {
 				reaped_child = true;
 				break;
 			}
@@ -206,8 +233,7 @@ IsolatedRun run_isolated(const std::string &name, double timeout_s,
 		}
 	}
 	double duration = now_s() - start;
-	out.leftover = !kill_and_reap(pid, 5.0);
-	(void)reaped_child;
+	out.leftover = !kill_and_reap(pid, 5.0, &wstatus);
 
 	if (out.timed_out) {
 		fail(CheckStatus::Timeout, code::kCheckTimeout,

@@ -169,6 +169,8 @@ static void runner_reports_crashes_and_keeps_stdout_clean(void **)
 	assert_string_equal(r.result.code.c_str(), "CHECK_ERROR");
 	assert_contains(r.result.detail, "killed by signal 9");
 	assert_false(process_group_alive(r.pgid));
+	// The leader was kept a zombie until its group was killed, then reaped.
+	assert_int_equal(waitpid(r.pgid, nullptr, WNOHANG), -1);
 	// A check that leaves a background process behind: killed too.
 	pid_t bg = 0;
 	int fds[2];
@@ -190,6 +192,7 @@ static void runner_reports_crashes_and_keeps_stdout_clean(void **)
 	assert_string_equal(r.result.detail.c_str(), "ok");
 	assert_false(pid_alive(bg));
 	assert_false(process_group_alive(r.pgid));
+	assert_int_equal(waitpid(r.pgid, nullptr, WNOHANG), -1);
 }
 
 static void cli_records_pass_and_fail(void **)
