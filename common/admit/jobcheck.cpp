@@ -40,15 +40,6 @@ JobCheck from(const IsolatedRun &run, const char *prefix)
 
 } // namespace
 
-long long parse_iso_time(const std::string &iso)
-{
-	struct tm tm = {};
-	const char *end = strptime(iso.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	if (!end || *end)
-		return -1;
-	return static_cast<long long>(timegm(&tm));
-}
-
 JobCheck prolog_check(AdmitInputs &in, double timeout_s)
 {
 	std::string why;

@@ -23,9 +23,6 @@ JobCheck prolog_check(AdmitInputs &in, double timeout_s);
 // uncorrected ECC error appeared since then.
 JobCheck epilog_check(AdmitInputs &in, double since_epoch, double timeout_s);
 
-// Seconds since the epoch of "YYYY-MM-DDTHH:MM:SSZ"; -1 when malformed.
-long long parse_iso_time(const std::string &iso);
-
 } // namespace admit
 } // namespace onramp
 

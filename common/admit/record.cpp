@@ -290,6 +290,15 @@ std::string iso_time(long long t)
 	return buf;
 }
 
+long long parse_iso_time(const std::string &iso)
+{
+	struct tm tm = {};
+	const char *end = strptime(iso.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	if (!end || *end)
+		return -1;
+	return static_cast<long long>(timegm(&tm));
+}
+
 std::string utf8_truncate(const std::string &s, size_t max_bytes)
 {
 	if (s.size() <= max_bytes)

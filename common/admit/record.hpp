@@ -77,6 +77,9 @@ std::string reason_string(const std::string &code, const std::string &detail,
                           size_t max_bytes = 99);
 // "2025-05-01T12:00:00Z" for t (seconds since the epoch, UTC).
 std::string iso_time(long long t);
+// The inverse: seconds since the epoch of "YYYY-MM-DDTHH:MM:SSZ"; -1 when
+// malformed.
+long long parse_iso_time(const std::string &iso);
 
 // Cut s to at most max_bytes without splitting a UTF-8 sequence.
 std::string utf8_truncate(const std::string &s, size_t max_bytes);

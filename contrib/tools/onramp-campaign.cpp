@@ -345,16 +345,6 @@ struct Facts {
 	const Config *cfg = nullptr; // for the nodes' admission records
 };
 
-// "2026-11-29T12:41:19Z" -> seconds since the epoch, -1 if malformed.
-int64_t parse_iso(const std::string &t)
-{
-	struct tm tm {};
-	const char *e = strptime(t.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	if (!e || *e)
-		return -1;
-	return static_cast<int64_t>(timegm(&tm));
-}
-
 // The checks of the node's admission record when it was written at or after
 // since (this campaign's attempt): name, status, code, seconds, value and
 // threshold; a null Json when there is none (yet). An unreadable record is
@@ -365,7 +355,7 @@ Json admission_checks(const Config &cfg, const std::string &node, int64_t since)
 	auto rec = admit::read_record(admit::record_path(cfg, node), &missing);
 	if (!rec.ok())
 		return missing ? Json() : Json::object().set("error", rec.status().message());
-	int64_t t = parse_iso(rec->time);
+	int64_t t = admit::parse_iso_time(rec->time);
 	if (t < since)
 		return Json();
 	Json o = Json::object();

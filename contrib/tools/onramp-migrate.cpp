@@ -1037,28 +1037,35 @@ bool looks_like_nodes(const std::string &t)
 // id (every running task); each array task moves under its own job id. An
 // entry squeue does not show running is passed on as given when numeric, so
 // the caller reports its state.
+bool is_job_id(const std::string &t)
+{
+	return !t.empty() && t.size() <= 10 &&
+	       t.find_first_not_of("0123456789") == std::string::npos;
+}
+
+// The job ids of squeue -o %A output (one per line) onto ids.
+void append_job_ids(const std::string &out, std::vector<uint32_t> *ids)
+{
+	for (size_t p = 0; p < out.size();) {
+		size_t nl = out.find('\n', p);
+		std::string id =
+		    out.substr(p, nl == std::string::npos ? std::string::npos : nl - p);
+		if (is_job_id(id))
+			ids->push_back(static_cast<uint32_t>(atol(id.c_str())));
+		p = nl == std::string::npos ? out.size() : nl + 1;
+	}
+}
+
 Status resolve_job_ids(const std::string &entry, std::vector<uint32_t> *ids)
 {
 	size_t us = entry.find('_');
-	auto digits = [](const std::string &t) {
-		return !t.empty() && t.size() <= 10 &&
-		       t.find_first_not_of("0123456789") == std::string::npos;
-	};
-	if (!digits(entry.substr(0, us)) ||
-	    (us != std::string::npos && !digits(entry.substr(us + 1))))
+	if (!is_job_id(entry.substr(0, us)) ||
+	    (us != std::string::npos && !is_job_id(entry.substr(us + 1))))
 		return Status::Error("'" + entry + "' is not a job id (N or ARRAYID_TASK)");
 	CmdResult r = slurm({"squeue", "-h", "-t", "RUNNING,CONFIGURING", "-j", entry, "-o", "%A"});
 	size_t before = ids->size();
-	if (r.rc == 0) {
-		for (size_t p = 0; p < r.out.size();) {
-			size_t nl = r.out.find('\n', p);
-			std::string id =
-			    r.out.substr(p, nl == std::string::npos ? std::string::npos : nl - p);
-			if (digits(id))
-				ids->push_back(static_cast<uint32_t>(atol(id.c_str())));
-			p = nl == std::string::npos ? r.out.size() : nl + 1;
-		}
-	}
+	if (r.rc == 0)
+		append_job_ids(r.out, ids);
 	if (ids->size() > before)
 		return Status::Ok();
 	if (us != std::string::npos)
@@ -1210,14 +1217,7 @@ int main(int argc, char **argv)
 				log_error("squeue: %s", r.out.c_str());
 				return 1;
 			}
-			for (size_t p = 0; p < r.out.size();) {
-				size_t nl = r.out.find('\n', p);
-				std::string id = r.out.substr(
-				    p, nl == std::string::npos ? std::string::npos : nl - p);
-				if (!id.empty())
-					ids.push_back(static_cast<uint32_t>(atol(id.c_str())));
-				p = nl == std::string::npos ? r.out.size() : nl + 1;
-			}
+			append_job_ids(r.out, &ids);
 			if (ids.empty())
 				log_info("no running jobs on %s", from.c_str());
 		}
