@@ -41,7 +41,8 @@ static void a_timeout_kills_the_whole_process_group(void **)
 	std::string dir = unit_tmpdir(), pidf = dir + "/grandchild";
 	ProcOptions o;
 	o.timeout_s = 0.5;
-	ProcResult r = run_argv({"sh", "-c", "sleep 30 & echo $! > " + pidf + "; wait"}, o);
+	ProcResult r =
+	    run_argv({"sh", "-c", "sleep 30 >/dev/null 2>&1 & echo $! > " + pidf + "; wait"}, o);
 	assert_true(r.timed_out);
 	assert_int_equal(r.rc, 128 + SIGTERM);
 	FILE *f = fopen(pidf.c_str(), "r");
