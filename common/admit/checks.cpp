@@ -298,7 +298,9 @@ CheckResult evaluate_gpu_health(const GpuHealthObs &h, const Baseline &b, double
 		else if (g.remap_pending)
 			remap.push_back(
 			    strprintf("GPU %d (%s) row remap pending", g.index, g.pci.c_str()));
-		if (!g.nvlink_down.empty()) {
+		// A one-GPU SKU has no NVLink peer (a GPU passed alone to a VM
+		// reports its links inactive): the state is reported, not judged.
+		if (!g.nvlink_down.empty() && b.gpu_count > 1) {
 			std::vector<std::string> links;
 			for (int l : g.nvlink_down)
 				links.push_back(std::to_string(l));
@@ -346,10 +348,12 @@ CheckResult evaluate_gpu_health(const GpuHealthObs &h, const Baseline &b, double
 		c = code::kNvlinkDown;
 	CheckResult r =
 	    c ? make_fail(kGpuHealth, c, "gpu_health: " + join(all, "; "))
-	      : make_pass(kGpuHealth,
-	                  strprintf("%zu GPUs: no uncorrected ECC, no row remap, no critical XID "
-	                            "in %.0f s, NVLinks up",
-	                            h.gpus.size(), window_s));
+	      : make_pass(
+	            kGpuHealth,
+	            strprintf("%zu GPUs: no uncorrected ECC, no row remap, no critical XID "
+	                      "in %.0f s, %s",
+	                      h.gpus.size(), window_s,
+	                      b.gpu_count > 1 ? "NVLinks up" : "NVLink not judged (one-GPU SKU)"));
 	r = with_numbers(r, static_cast<double>(all.size()), 0, "problems");
 	Json gpus = Json::array();
 	for (const auto &g : h.gpus) {

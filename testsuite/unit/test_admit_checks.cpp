@@ -217,6 +217,16 @@ static void gpu_health_data_per_gpu(void **)
 	assert_contains(j, "\"nvlink_down\":[5]");
 	assert_contains(j, "\"ecc_uncorrected\":\"not supported\"");
 	assert_contains(j, "\"remapped_rows\":\"not supported\"");
+	assert_string_equal(evaluate_gpu_health(h, b, 7200).code.c_str(), "NVLINK_DOWN");
+
+	// One GPU alone (a one-GPU SKU) has no NVLink peer: its inactive links
+	// are data, not a failure.
+	b.gpu_count = 1;
+	h.gpus.pop_back();
+	CheckResult one = evaluate_gpu_health(h, b, 7200);
+	assert_int_equal(one.status, CheckStatus::Pass);
+	assert_contains(one.detail, "NVLink not judged (one-GPU SKU)");
+	assert_contains(one.to_json().dump(), "\"nvlink_down\":[5]");
 }
 
 // NVML lists GPUs whatever CUDA_VISIBLE_DEVICES says: when the CUDA
