@@ -124,3 +124,38 @@ setup_file() {
 	[ "$status" -eq 2 ]
 	[[ $output == *"--cuda-libs: '/nonexistent' is not a directory"* ]]
 }
+
+# The GPU path of run-checks, driven by a test double of NVML, the CUDA
+# runtime and NCCL (testsuite/fake-gpu/fake_gpu.c: one fake H200, no
+# device touched) given with --cuda-libs: what a one-GPU host must make of
+# the report. The numbers are the double's; only the logic is under test.
+@test "run-checks on a fake one-GPU host: every check runs, every case gives its code, exit 0" {
+	fake=$BATS_FILE_TMPDIR/fake-gpu
+	mkdir -p "$fake"
+	cc -shared -fPIC -O1 -o "$fake/libnvidia-ml.so.1" "$ONRAMP_REPO/testsuite/fake-gpu/fake_gpu.c"
+	for n in libcudart.so libcudart.so.13 libnccl.so.2; do cp "$fake/libnvidia-ml.so.1" "$fake/$n"; done
+	r=$BATS_FILE_TMPDIR/fake-report.json
+	run env -i PATH=/usr/bin:/bin HOME="$BATS_FILE_TMPDIR" SLURM_CONF=/nonexistent/slurm.conf \
+		"$B/run-checks" --cuda-libs "$fake" --out "$r"
+	echo "$output"
+	jq -c '.cases[] | select(.matched | not) | {name, why}' "$r"
+	[ "$status" -eq 0 ]
+	jq -e '.summary | .result == "PASS" and .gpus == 1 and (.not_matched | length == 0)' "$r"
+	jq -e '.sku == "H200-SXM-1" and .gpu_libraries.loaded.nvml == $f + "/libnvidia-ml.so.1" and
+		.gpu_libraries.found.cudart.found_via == "--cuda-libs"' --arg f "$fake" "$r"
+	jq -e '.inventory | .gpus[0].uuid == "GPU-fake0000-0000-0000-0000-000000000000" and
+		.driver == "999.99.99-fake" and .cuda_runtime == "13.0" and .nccl == "2.28.9"' "$r"
+	# One rank: SKIP with no number; mem_bw judged against the plain copy.
+	jq -e '.nccl_allreduce | .status == "SKIP" and .value == null and .data.nranks == 1' "$r"
+	# The double's events time exactly 4400 GB/s; its plain copies can only be slower.
+	jq -e '.mem_bw.data.gpus[0] | (.gbs > 4399 and .gbs < 4401) and .fraction_of_plain_copy >= 1 and
+		(.fraction_of_peak - 4400 / 4800 | fabs < 0.001)' "$r"
+	code_of() { jq -r --arg n "$1" '.cases[] | select(.name == $n) | "\(.code) \(.exit_code) \(.matched)"' "$r"; }
+	[ "$(code_of no_gpu)" = "NO_GPU 1 true" ]
+	[ "$(code_of mem_bw_low)" = "MEM_BW_LOW 1 true" ]
+	[ "$(code_of nccl_bw_low)" = "OK 0 true" ]
+	[ "$(code_of timeout_mem_bw)" = "CHECK_TIMEOUT 1 true" ]
+	jq -e '.cases[] | select(.name == "no_gpu") | .verdict.detail |
+		test("NVML lists 1 GPUs but the CUDA runtime sees none .*CUDA_VISIBLE_DEVICES=")' "$r"
+	jq -e '[.cases[] | select(.name == "prolog" or .name == "epilog") | .matched] == [true, true]' "$r"
+}
