@@ -138,7 +138,7 @@ Status load_nvml(Nvml *n)
 Status load_cudart(Cudart *c)
 {
 	Status st = open_lib("the CUDA runtime (libcudart)",
-	                     {"libcudart.so", "libcudart.so.13", "libcudart.so.12",
+	                     {"libcudart.so.13", "libcudart.so.12", "libcudart.so",
 	                      "/usr/local/cuda/lib64/libcudart.so"},
 	                     &c->handle, &c->path);
 	if (!st.ok())

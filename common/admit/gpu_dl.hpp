@@ -114,8 +114,9 @@ struct Nccl {
 	std::string err(ncclResult r) const;
 };
 
-// Load a library (trying the usual sonames, which dlopen looks up through
-// LD_LIBRARY_PATH and the loader cache, then /usr/local/cuda paths) and
+// Load a library (trying the versioned sonames first, then the unversioned
+// development names, which dlopen looks up through LD_LIBRARY_PATH and the
+// loader cache, then /usr/local/cuda paths) and
 // resolve every symbol; an error names the library and the symbol. path is
 // set to the file actually loaded.
 Status load_nvml(Nvml *out);
