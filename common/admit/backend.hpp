@@ -38,15 +38,20 @@ struct NicInfo {
 };
 
 struct Inventory {
-	std::vector<GpuInfo> gpus;
+	std::vector<GpuInfo> gpus; // as NVML lists them (it ignores CUDA_VISIBLE_DEVICES)
 	std::vector<NicInfo> nics;
 	std::string sku; // sim only: the SKU the profile simulates
+	// GPUs the CUDA runtime sees (cudaGetDeviceCount); -1: not asked (sim).
+	// 0 with cuda_error set when it sees none.
+	int cuda_devices = -1;
+	std::string cuda_error;
 };
 
 struct VersionsObs {
-	std::map<std::string, std::string> versions; // component -> found
-	std::map<std::string, std::string> firmware; // IB device -> fw_ver
-	std::map<std::string, std::string> errors;   // component -> why unreadable
+	std::map<std::string, std::string> versions;  // component -> found
+	std::map<std::string, std::string> firmware;  // IB device -> fw_ver
+	std::map<std::string, std::string> errors;    // component -> why unreadable
+	std::map<std::string, std::string> libraries; // nvml/cudart/nccl -> file loaded
 };
 
 struct XidEvent {
@@ -60,13 +65,26 @@ struct GpuHealthObs {
 		int index = 0;
 		std::string pci;
 		uint64_t ecc_uncorrected = 0; // volatile, all memory locations
+		bool ecc_supported = true;    // false: NVML says not supported
 		bool remap_pending = false;
 		bool remap_failed = false;
-		std::vector<int> nvlink_down; // link numbers not active
-		int nvlink_links = 0;         // links that exist
+		bool remap_supported = true;         // false: no row remapping read
+		unsigned remapped_correctable = 0;   // rows remapped for correctable errors
+		unsigned remapped_uncorrectable = 0; // ... and for uncorrectable ones
+		std::vector<int> nvlink_down;        // link numbers not active
+		int nvlink_links = 0;                // links that exist
 	};
 	std::vector<Gpu> gpus;
 	std::vector<XidEvent> xids; // every XID within the window, any kind
+};
+
+// Device-to-device copy bandwidth per GPU, GB/s (bytes read + written).
+struct MemBwObs {
+	std::vector<double> gbs; // the check's measurement (event-timed copies)
+	// The same copies as plain synchronous cudaMemcpy calls timed by the
+	// wall clock in the same run, as a reference for the timing and the
+	// units; empty when not measured (sim).
+	std::vector<double> plain_copy_gbs;
 };
 
 struct NcclSample {
@@ -129,8 +147,8 @@ public:
 	virtual Result<VersionsObs> versions() = 0;
 	// xid_window_s: how far back the kernel log counts.
 	virtual Result<GpuHealthObs> gpu_health(double xid_window_s) = 0;
-	// Per-GPU device-to-device copy bandwidth, GB/s (bytes read + written).
-	virtual Result<std::vector<double>> mem_bw(uint64_t bytes, int iterations) = 0;
+	// Per-GPU device-to-device copy bandwidth (see MemBwObs).
+	virtual Result<MemBwObs> mem_bw(uint64_t bytes, int iterations) = 0;
 	// Single-node all-reduce over every local GPU, best_of samples.
 	virtual Result<NcclRun> nccl_allreduce(uint64_t bytes, int warmup, int iterations,
 	                                       int best_of) = 0;

@@ -206,6 +206,17 @@ public:
 			inv.gpus.push_back(g);
 		}
 		inv.nics = nics();
+		// NVML lists every GPU whatever CUDA_VISIBLE_DEVICES says; the
+		// measurements see only what the CUDA runtime sees.
+		int n = 0;
+		gpu::cudaError e = cuda.GetDeviceCount(&n);
+		inv.cuda_devices = e == gpu::kCudaSuccess ? n : 0;
+		if (e != gpu::kCudaSuccess) {
+			inv.cuda_error = "cudaGetDeviceCount: " + cuda.err(e);
+			if (const char *vis = getenv("CUDA_VISIBLE_DEVICES"))
+				inv.cuda_error += " with CUDA_VISIBLE_DEVICES='" +
+				                  std::string(vis).substr(0, 64) + "'";
+		}
 		return inv;
 	}
 
@@ -217,6 +228,7 @@ public:
 		Nvml nvml;
 		Status st = nvml.open();
 		if (st.ok()) {
+			v.libraries["nvml"] = nvml.api().path;
 			char buf[128] = "";
 			if (nvml.api().SystemGetDriverVersion(buf, sizeof buf) == gpu::kNvmlSuccess)
 				v.versions["driver"] = buf;
@@ -237,6 +249,8 @@ public:
 		gpu::Cudart cuda;
 		st = gpu::load_cudart(&cuda);
 		int cv = 0;
+		if (st.ok())
+			v.libraries["cudart"] = cuda.path;
 		if (st.ok() && cuda.RuntimeGetVersion(&cv) == gpu::kCudaSuccess)
 			v.versions["cuda_runtime"] = gpu::cuda_version_string(cv);
 		else
@@ -245,6 +259,8 @@ public:
 		gpu::Nccl nccl;
 		st = gpu::load_nccl(&nccl);
 		int nv = 0;
+		if (st.ok())
+			v.libraries["nccl"] = nccl.path;
 		if (st.ok() && nccl.GetVersion(&nv) == gpu::kNcclSuccess)
 			v.versions["nccl"] = gpu::nccl_version_string(nv);
 		else
@@ -280,11 +296,15 @@ public:
 				return Status::Error(
 				    strprintf("GPU %d: nvmlDeviceGetTotalEccErrors: %s", g.index,
 				              n.err(r).c_str()));
+			g.ecc_supported = r == gpu::kNvmlSuccess;
 			unsigned corr = 0, unc = 0, pending = 0, failed = 0;
 			r = n.DeviceGetRemappedRows(d, &corr, &unc, &pending, &failed);
+			g.remap_supported = r == gpu::kNvmlSuccess;
 			if (r == gpu::kNvmlSuccess) {
 				g.remap_pending = pending != 0;
 				g.remap_failed = failed != 0;
+				g.remapped_correctable = corr;
+				g.remapped_uncorrectable = unc;
 			}
 			for (unsigned l = 0; l < gpu::kNvmlNvlinkMaxLinks; l++) {
 				int active = 0;
@@ -304,7 +324,7 @@ public:
 		return h;
 	}
 
-	Result<std::vector<double>> mem_bw(uint64_t bytes, int iterations) override
+	Result<MemBwObs> mem_bw(uint64_t bytes, int iterations) override
 	{
 		gpu::Cudart cuda;
 		Status st = gpu::load_cudart(&cuda);

@@ -39,6 +39,13 @@ double copy_bw_gbs(uint64_t bytes, int copies, double seconds)
 	return 2.0 * static_cast<double>(bytes) * copies / seconds / 1e9;
 }
 
+double bandwidth_fraction(double measured, double reference)
+{
+	if (!std::isfinite(measured) || !std::isfinite(reference) || !(reference > 0))
+		return NAN;
+	return measured / reference;
+}
+
 BestOf best_of(const std::vector<double> &samples)
 {
 	BestOf b;

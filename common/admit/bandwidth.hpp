@@ -23,6 +23,9 @@ double allreduce_seconds_for(uint64_t bytes, double busbw_gbs, int nranks);
 // Device-to-device copy bandwidth counting bytes read plus written:
 // 2 * bytes * copies / seconds / 1e9.
 double copy_bw_gbs(uint64_t bytes, int copies, double seconds);
+// measured / reference (a fraction of a peak or of a reference run); NaN
+// when either is not a finite number or the reference is not > 0.
+double bandwidth_fraction(double measured, double reference);
 
 // Best of N: the largest sample; NaN samples are ignored. Every sample
 // stays in samples. Returns false when there is no finite sample.

@@ -29,6 +29,17 @@ std::string join(const std::vector<std::string> &v, const char *sep)
 	return s;
 }
 
+// Why no measurement can use the GPUs NVML lists ("" when one can): the
+// CUDA runtime sees none of them (CUDA_VISIBLE_DEVICES empty, no usable
+// device node, a runtime older than the driver).
+std::string cuda_sees_none(const Inventory &inv)
+{
+	if (inv.gpus.empty() || inv.cuda_devices != 0)
+		return "";
+	return strprintf("NVML lists %zu GPUs but the CUDA runtime sees none (%s)", inv.gpus.size(),
+	                 inv.cuda_error.empty() ? "0 devices" : inv.cuda_error.c_str());
+}
+
 // Inventory or "no GPU" for the checks that need GPUs.
 Status gpu_gate(CheckContext &ctx)
 {
@@ -39,6 +50,9 @@ Status gpu_gate(CheckContext &ctx)
 		return Status::Error("no GPU: " + inv.status().message());
 	if (inv->gpus.empty())
 		return Status::Error("no GPU found");
+	std::string blind = cuda_sees_none(inv.value());
+	if (!blind.empty())
+		return Status::Error("no GPU: " + blind);
 	return Status::Ok();
 }
 
@@ -88,14 +102,14 @@ CheckResult run_inner(const std::string &name, CheckContext &ctx)
 		auto bw = be.mem_bw(b.mem_bw_bytes, b.mem_bw_iterations);
 		if (!bw.ok())
 			return error_result(name, bw.status());
-		return evaluate_mem_bw(bw.value(), b.mem_bw_threshold_gbs(cfg));
+		return evaluate_mem_bw(bw.value(), b.mem_bw_threshold_gbs(cfg), b.peak_mem_bw_gbs);
 	}
 	if (name == kNcclAllreduce) {
 		auto run = be.nccl_allreduce(b.nccl_bytes, b.nccl_warmup, b.nccl_iterations,
 		                             b.nccl_best_of);
 		if (!run.ok())
 			return error_result(name, run.status());
-		return evaluate_nccl(run.value(), b.nccl_threshold_gbs(cfg));
+		return evaluate_nccl(run.value(), b.nccl_threshold_gbs(cfg), b.gpu_count);
 	}
 	if (name == kTopology) {
 		if (b.affinity.empty()) {
@@ -159,11 +173,21 @@ CheckResult evaluate_inventory(const Inventory &inv, const Baseline &b)
 	data.set("gpus", gpus).set("nics", nics);
 	if (!inv.sku.empty())
 		data.set("simulated_sku", inv.sku);
+	if (inv.cuda_devices >= 0)
+		data.set("cuda_devices", inv.cuda_devices);
 
 	int n = static_cast<int>(inv.gpus.size());
+	std::string blind = cuda_sees_none(inv);
 	CheckResult r;
 	if (n == 0) {
 		r = make_fail(kInventory, code::kNoGpu, "no GPU found");
+	} else if (!blind.empty()) {
+		r = make_fail(kInventory, code::kNoGpu, "inventory: " + blind);
+	} else if (inv.cuda_devices > 0 && inv.cuda_devices < n) {
+		r = make_fail(kInventory, code::kGpuCount,
+		              strprintf("inventory: the CUDA runtime sees %d of the %d GPUs NVML "
+		                        "lists",
+		                        inv.cuda_devices, n));
 	} else if (n != b.gpu_count) {
 		r = make_fail(kInventory, code::kGpuCount,
 		              strprintf("inventory found %d GPUs, SKU %s has %d", n, b.sku.c_str(),
@@ -242,6 +266,14 @@ CheckResult evaluate_versions(const VersionsObs &v, const Baseline &b)
 	for (const auto &kv : v.versions)
 		all.set(kv.first.c_str(), kv.second);
 	data.set("observed", all);
+	Json libs = Json::object();
+	for (const auto &kv : v.libraries)
+		libs.set(kv.first.c_str(), kv.second);
+	data.set("libraries", libs);
+	Json errors = Json::object();
+	for (const auto &kv : v.errors)
+		errors.set(kv.first.c_str(), kv.second);
+	data.set("errors", errors);
 	size_t checked = b.versions.size() + b.firmware.size();
 	CheckResult r =
 	    bad.empty()
@@ -266,7 +298,9 @@ CheckResult evaluate_gpu_health(const GpuHealthObs &h, const Baseline &b, double
 		else if (g.remap_pending)
 			remap.push_back(
 			    strprintf("GPU %d (%s) row remap pending", g.index, g.pci.c_str()));
-		if (!g.nvlink_down.empty()) {
+		// A one-GPU SKU has no NVLink peer (a GPU passed alone to a VM
+		// reports its links inactive): the state is reported, not judged.
+		if (!g.nvlink_down.empty() && b.gpu_count > 1) {
 			std::vector<std::string> links;
 			for (int l : g.nvlink_down)
 				links.push_back(std::to_string(l));
@@ -314,19 +348,46 @@ CheckResult evaluate_gpu_health(const GpuHealthObs &h, const Baseline &b, double
 		c = code::kNvlinkDown;
 	CheckResult r =
 	    c ? make_fail(kGpuHealth, c, "gpu_health: " + join(all, "; "))
-	      : make_pass(kGpuHealth,
-	                  strprintf("%zu GPUs: no uncorrected ECC, no row remap, no critical XID "
-	                            "in %.0f s, NVLinks up",
-	                            h.gpus.size(), window_s));
+	      : make_pass(
+	            kGpuHealth,
+	            strprintf("%zu GPUs: no uncorrected ECC, no row remap, no critical XID "
+	                      "in %.0f s, %s",
+	                      h.gpus.size(), window_s,
+	                      b.gpu_count > 1 ? "NVLinks up" : "NVLink not judged (one-GPU SKU)"));
 	r = with_numbers(r, static_cast<double>(all.size()), 0, "problems");
+	Json gpus = Json::array();
+	for (const auto &g : h.gpus) {
+		Json o = Json::object();
+		o.set("index", g.index).set("pci", g.pci);
+		if (g.ecc_supported)
+			o.set("ecc_uncorrected", static_cast<int64_t>(g.ecc_uncorrected));
+		else
+			o.set("ecc_uncorrected", "not supported");
+		if (g.remap_supported) {
+			o.set("remapped_rows_correctable",
+			      static_cast<int64_t>(g.remapped_correctable));
+			o.set("remapped_rows_uncorrectable",
+			      static_cast<int64_t>(g.remapped_uncorrectable));
+			o.set_bool("remap_pending", g.remap_pending)
+			    .set_bool("remap_failed", g.remap_failed);
+		} else {
+			o.set("remapped_rows", "not supported");
+		}
+		Json down = Json::array();
+		for (int l : g.nvlink_down)
+			down.push(Json::adopt(json_integer(l)));
+		o.set("nvlink_links", g.nvlink_links).set("nvlink_down", down);
+		gpus.push(o);
+	}
 	Json data = Json::object();
-	data.set("xids", events).set("xid_window_s", window_s);
+	data.set("gpus", gpus).set("xids", events).set("xid_window_s", window_s);
 	r.data = data;
 	return r;
 }
 
-CheckResult evaluate_mem_bw(const std::vector<double> &bw, double threshold)
+CheckResult evaluate_mem_bw(const MemBwObs &obs, double threshold, double peak)
 {
+	const std::vector<double> &bw = obs.gbs;
 	if (bw.empty())
 		return with_numbers(make_fail(kMemBw, code::kNoGpu, "mem_bw: no GPU measured"), NAN,
 		                    threshold, "GB/s");
@@ -346,18 +407,24 @@ CheckResult evaluate_mem_bw(const std::vector<double> &bw, double threshold)
 	                    strprintf("mem_bw %s < %.1f GB/s", join(low, ", ").c_str(), threshold));
 	r = with_numbers(r, worst, threshold, "GB/s");
 	r.samples = bw;
+	Json gpus = Json::array();
+	for (size_t i = 0; i < bw.size(); i++) {
+		double plain = i < obs.plain_copy_gbs.size() ? obs.plain_copy_gbs[i] : NAN;
+		Json o = Json::object();
+		o.set("index", static_cast<int64_t>(i)).set("gbs", bw[i]);
+		o.set("plain_copy_gbs", plain);
+		o.set("fraction_of_plain_copy", bandwidth_fraction(bw[i], plain));
+		o.set("fraction_of_peak", bandwidth_fraction(bw[i], peak));
+		gpus.push(o);
+	}
+	Json data = Json::object();
+	data.set("peak_gbs", peak).set("gpus", gpus);
+	r.data = data;
 	return r;
 }
 
-CheckResult evaluate_nccl(const NcclRun &run, double threshold)
+CheckResult evaluate_nccl(const NcclRun &run, double threshold, int expected_ranks)
 {
-	if (run.nranks < 2) {
-		CheckResult r = make_pass(
-		    kNcclAllreduce, strprintf("%d GPU: no all-reduce to measure", run.nranks));
-		r.status = CheckStatus::Skip;
-		r.code = code::kSkipped;
-		return r;
-	}
 	std::vector<double> busbw;
 	Json secs = Json::array(), alg = Json::array(), wrong = Json::array();
 	uint64_t wrong_total = 0;
@@ -369,13 +436,32 @@ CheckResult evaluate_nccl(const NcclRun &run, double threshold)
 		wrong_total += s.wrong;
 	}
 	BestOf best = best_of(busbw);
+	// One rank moves nothing between GPUs (bus factor 2(n-1)/n = 0): its
+	// "busbw" of 0 is no measurement, so it neither fails as slow nor
+	// passes; it still proves NCCL runs and sums correctly.
+	bool one_rank = run.nranks == 1;
 	CheckResult r;
-	if (wrong_total > 0)
+	if (run.nranks < 1)
+		r = make_fail(kNcclAllreduce, code::kNoGpu, "nccl_allreduce: no GPU to run on");
+	else if (wrong_total > 0)
 		r = make_fail(kNcclAllreduce, code::kNcclCorrupt,
 		              strprintf("nccl_allreduce: %llu wrong results in %zu samples",
 		                        static_cast<unsigned long long>(wrong_total),
 		                        run.samples.size()));
-	else if (!best.valid)
+	else if (run.nranks < expected_ranks)
+		r = make_fail(kNcclAllreduce, code::kGpuCount,
+		              strprintf("nccl_allreduce ran over %d GPUs, the SKU has %d (all must "
+		                        "take part)",
+		                        run.nranks, expected_ranks));
+	else if (one_rank) {
+		r = make_pass(
+		    kNcclAllreduce,
+		    "nccl_allreduce: one GPU: a one-rank all-reduce moves no data between "
+		    "GPUs (bus factor 2(n-1)/n = 0), so no bus bandwidth is judged; its "
+		    "sums were correct");
+		r.status = CheckStatus::Skip;
+		r.code = code::kSkipped;
+	} else if (!best.valid)
 		r = make_fail(kNcclAllreduce, code::kCheckError, "nccl_allreduce: no sample");
 	else if (best.best < threshold)
 		r = make_fail(kNcclAllreduce, code::kNcclBwLow,
@@ -385,8 +471,9 @@ CheckResult evaluate_nccl(const NcclRun &run, double threshold)
 		r = make_pass(kNcclAllreduce,
 		              strprintf("nccl_allreduce busbw %.1f GB/s >= %.1f GB/s (best of %zu)",
 		                        best.best, threshold, busbw.size()));
-	r = with_numbers(r, best.valid ? best.best : NAN, threshold, "GB/s");
-	r.samples = busbw;
+	r = with_numbers(r, best.valid && !one_rank ? best.best : NAN, threshold, "GB/s");
+	if (!one_rank)
+		r.samples = busbw;
 	Json data = Json::object();
 	data.set("nranks", run.nranks).set("bytes", static_cast<int64_t>(run.bytes));
 	data.set("iterations", run.iterations).set("bus_factor", allreduce_bus_factor(run.nranks));

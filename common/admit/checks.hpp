@@ -34,10 +34,14 @@ CheckResult evaluate_inventory(const Inventory &inv, const Baseline &b);
 CheckResult evaluate_versions(const VersionsObs &v, const Baseline &b);
 // xids: the window's events; only critical ones fail, each XID once.
 CheckResult evaluate_gpu_health(const GpuHealthObs &h, const Baseline &b, double window_s);
-CheckResult evaluate_mem_bw(const std::vector<double> &per_gpu_gbs, double threshold_gbs);
+// Every GPU against threshold_gbs; data has each GPU's value as a fraction
+// of peak_gbs and of the plain-copy reference measured in the same run.
+CheckResult evaluate_mem_bw(const MemBwObs &obs, double threshold_gbs, double peak_gbs);
 // busbw of every sample (nccl-tests all-reduce definition), best of them
-// against threshold_gbs; any wrong element is NCCL_CORRUPT.
-CheckResult evaluate_nccl(const NcclRun &run, double threshold_gbs);
+// against threshold_gbs; any wrong element is NCCL_CORRUPT. Fewer ranks
+// than expected_ranks (the SKU's GPUs) is GPU_COUNT; one rank (a one-GPU
+// SKU) measures no bus bandwidth and is SKIP, unless its sums were wrong.
+CheckResult evaluate_nccl(const NcclRun &run, double threshold_gbs, int expected_ranks);
 CheckResult evaluate_fabric(const FabricObs &f, const Baseline &b);
 CheckResult evaluate_topology(const TopologyObs &t, const Baseline &b);
 

@@ -172,10 +172,9 @@ uint32_t byte_pattern(uint32_t b)
 
 } // namespace
 
-Result<std::vector<double>> measure_mem_bw(const Cudart &cuda, int ngpus, uint64_t bytes,
-                                           int iterations)
+Result<MemBwObs> measure_mem_bw(const Cudart &cuda, int ngpus, uint64_t bytes, int iterations)
 {
-	std::vector<double> out;
+	MemBwObs out;
 	for (int g = 0; g < ngpus; g++) {
 		void *a = nullptr, *b = nullptr;
 		cudaStream s = nullptr;
@@ -208,7 +207,17 @@ Result<std::vector<double>> measure_mem_bw(const Cudart &cuda, int ngpus, uint64
 		CUDA_TRY(cuda.EventSynchronize(e1));
 		float ms = 0;
 		CUDA_TRY(cuda.EventElapsedTime(&ms, e0, e1));
-		out.push_back(copy_bw_gbs(bytes, iterations, ms / 1e3));
+		out.gbs.push_back(copy_bw_gbs(bytes, iterations, ms / 1e3));
+		// The reference: no stream, no events, the host's clock.
+		CUDA_TRY(cuda.DeviceSynchronize());
+		auto t0 = std::chrono::steady_clock::now();
+		for (int i = 0; i < iterations; i++) {
+			CUDA_TRY(cuda.Memcpy(b, a, bytes, kCudaMemcpyDeviceToDevice));
+			CUDA_TRY(cuda.DeviceSynchronize()); // a D2D cudaMemcpy may return early
+		}
+		auto t1 = std::chrono::steady_clock::now();
+		out.plain_copy_gbs.push_back(
+		    copy_bw_gbs(bytes, iterations, std::chrono::duration<double>(t1 - t0).count()));
 	}
 	return out;
 }

@@ -14,10 +14,12 @@ namespace onramp {
 namespace admit {
 namespace gpu {
 
-// Device-to-device cudaMemcpy bandwidth of each of ngpus GPUs, GB/s
-// counting bytes read plus written.
-Result<std::vector<double>> measure_mem_bw(const Cudart &cuda, int ngpus, uint64_t bytes,
-                                           int iterations);
+// Device-to-device copy bandwidth of each of ngpus GPUs, GB/s counting
+// bytes read plus written: iterations cudaMemcpyAsync on a stream timed by
+// CUDA events (gbs), then the same copies as plain cudaMemcpy calls, each
+// followed by cudaDeviceSynchronize, timed by the wall clock
+// (plain_copy_gbs), as an independent check of the timing and the units.
+Result<MemBwObs> measure_mem_bw(const Cudart &cuda, int ngpus, uint64_t bytes, int iterations);
 
 // All-reduce (sum of uint32, out of place) over GPUs 0..ngpus-1 of this
 // process: warmup rounds, then best_of samples of iterations each. Rank r

@@ -1,6 +1,7 @@
 #include "admit/gpu_dl.hpp"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <initializer_list>
 
 #include "log.hpp"
@@ -38,13 +39,24 @@ namespace gpu {
 
 namespace {
 
-Status open_lib(const char *what, std::initializer_list<const char *> names, void **handle)
+// The file a handle was loaded from (what the loader resolved a soname to).
+std::string loaded_path(void *h, const char *fallback)
+{
+	struct link_map *lm = nullptr;
+	if (dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm && lm->l_name && *lm->l_name)
+		return lm->l_name;
+	return fallback;
+}
+
+Status open_lib(const char *what, std::initializer_list<const char *> names, void **handle,
+                std::string *path)
 {
 	std::string errs;
 	for (const char *n : names) {
 		void *h = dlopen(n, RTLD_NOW | RTLD_LOCAL);
 		if (h) {
 			*handle = h;
+			*path = loaded_path(h, n);
 			return Status::Ok();
 		}
 		const char *e = dlerror();
@@ -100,7 +112,7 @@ Status load_nvml(Nvml *n)
 	Status st = open_lib(
 	    "NVML (libnvidia-ml.so.1)",
 	    {"libnvidia-ml.so.1", "libnvidia-ml.so", "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1"},
-	    &n->handle);
+	    &n->handle, &n->path);
 	if (!st.ok())
 		return st;
 	std::string m;
@@ -126,9 +138,9 @@ Status load_nvml(Nvml *n)
 Status load_cudart(Cudart *c)
 {
 	Status st = open_lib("the CUDA runtime (libcudart)",
-	                     {"libcudart.so", "libcudart.so.13", "libcudart.so.12",
+	                     {"libcudart.so.13", "libcudart.so.12", "libcudart.so",
 	                      "/usr/local/cuda/lib64/libcudart.so"},
-	                     &c->handle);
+	                     &c->handle, &c->path);
 	if (!st.ok())
 		return st;
 	std::string m;
@@ -160,7 +172,7 @@ Status load_nccl(Nccl *n)
 	Status st = open_lib("NCCL (libnccl.so.2)",
 	                     {"libnccl.so.2", "libnccl.so", "/usr/local/cuda/lib/libnccl.so.2",
 	                      "/usr/local/cuda/lib64/libnccl.so.2"},
-	                     &n->handle);
+	                     &n->handle, &n->path);
 	if (!st.ok())
 		return st;
 	std::string m;

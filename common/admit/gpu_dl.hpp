@@ -38,6 +38,7 @@ enum : int {
 
 struct Nvml {
 	void *handle = nullptr;
+	std::string path; // the file dlopen loaded
 	nvmlReturn (*Init)(void);
 	nvmlReturn (*Shutdown)(void);
 	const char *(*ErrorString)(nvmlReturn);
@@ -65,6 +66,7 @@ enum : int { kCudaSuccess = 0, kCudaMemcpyDeviceToDevice = 3, kCudaMemcpyDeviceT
 
 struct Cudart {
 	void *handle = nullptr;
+	std::string path; // the file dlopen loaded
 	cudaError (*GetDeviceCount)(int *);
 	cudaError (*SetDevice)(int);
 	cudaError (*Malloc)(void **, size_t);
@@ -98,6 +100,7 @@ enum : int { kNcclSuccess = 0, kNcclUint32 = 3, kNcclSum = 0 };
 
 struct Nccl {
 	void *handle = nullptr;
+	std::string path; // the file dlopen loaded
 	ncclResult (*GetVersion)(int *);
 	ncclResult (*GetUniqueId)(ncclUniqueIdT *);
 	ncclResult (*CommInitAll)(ncclCommT *, int, const int *);
@@ -111,8 +114,11 @@ struct Nccl {
 	std::string err(ncclResult r) const;
 };
 
-// Load a library (trying the usual sonames and /usr/local/cuda paths) and
-// resolve every symbol; an error names the library and the symbol.
+// Load a library (trying the versioned sonames first, then the unversioned
+// development names, which dlopen looks up through LD_LIBRARY_PATH and the
+// loader cache, then /usr/local/cuda paths) and
+// resolve every symbol; an error names the library and the symbol. path is
+// set to the file actually loaded.
 Status load_nvml(Nvml *out);
 Status load_cudart(Cudart *out);
 Status load_nccl(Nccl *out);

@@ -334,11 +334,11 @@ public:
 		return h;
 	}
 
-	Result<std::vector<double>> mem_bw(uint64_t, int) override
+	Result<MemBwObs> mem_bw(uint64_t, int) override
 	{
-		std::vector<double> v;
+		MemBwObs v;
 		for (const auto &g : p_.gpus)
-			v.push_back(g.mem_bw_gbs);
+			v.gbs.push_back(g.mem_bw_gbs);
 		return v;
 	}
 

@@ -193,6 +193,70 @@ static void gpu_health_codes_in_order(void **)
 	assert_contains(r.detail, "row remap failed");
 }
 
+// gpu_health's data carries every GPU's ECC, remapped rows and NVLink
+// state, and says "not supported" rather than 0 when NVML cannot read it.
+static void gpu_health_data_per_gpu(void **)
+{
+	Baseline b = sim_baseline();
+	GpuHealthObs h;
+	GpuHealthObs::Gpu g;
+	g.index = 0;
+	g.pci = "0000:19:00.0";
+	g.remapped_correctable = 2;
+	g.nvlink_links = 18;
+	g.nvlink_down = {5};
+	h.gpus.push_back(g);
+	g.index = 1;
+	g.ecc_supported = false;
+	g.remap_supported = false;
+	g.nvlink_links = 0;
+	g.nvlink_down.clear();
+	h.gpus.push_back(g);
+	std::string j = evaluate_gpu_health(h, b, 7200).to_json().dump();
+	assert_contains(j, "\"remapped_rows_correctable\":2");
+	assert_contains(j, "\"nvlink_down\":[5]");
+	assert_contains(j, "\"ecc_uncorrected\":\"not supported\"");
+	assert_contains(j, "\"remapped_rows\":\"not supported\"");
+	assert_string_equal(evaluate_gpu_health(h, b, 7200).code.c_str(), "NVLINK_DOWN");
+
+	// One GPU alone (a one-GPU SKU) has no NVLink peer: its inactive links
+	// are data, not a failure.
+	b.gpu_count = 1;
+	h.gpus.pop_back();
+	CheckResult one = evaluate_gpu_health(h, b, 7200);
+	assert_int_equal(one.status, CheckStatus::Pass);
+	assert_contains(one.detail, "NVLink not judged (one-GPU SKU)");
+	assert_contains(one.to_json().dump(), "\"nvlink_down\":[5]");
+}
+
+// NVML lists GPUs whatever CUDA_VISIBLE_DEVICES says: when the CUDA
+// runtime sees none of them the inventory is NO_GPU (not a pass that the
+// measurements then contradict), and when it sees fewer, GPU_COUNT.
+static void inventory_needs_the_cuda_runtime_to_see_the_gpus(void **)
+{
+	Baseline b = sim_baseline();
+	Inventory inv;
+	for (int i = 0; i < 8; i++)
+		inv.gpus.push_back(
+		    GpuInfo{i, "GPU-" + std::to_string(i), "S", "pci", "NVIDIA H200", ""});
+	inv.cuda_devices = 0;
+	inv.cuda_error = "cudaGetDeviceCount: no CUDA-capable device is detected with "
+	                 "CUDA_VISIBLE_DEVICES=''";
+	CheckResult r = evaluate_inventory(inv, b);
+	assert_string_equal(r.code.c_str(), "NO_GPU");
+	assert_contains(r.detail, "NVML lists 8 GPUs but the CUDA runtime sees none");
+	assert_contains(r.detail, "CUDA_VISIBLE_DEVICES=''");
+	assert_contains(r.to_json().dump(), "\"uuid\":\"GPU-7\""); // asset record kept
+	inv.cuda_devices = 1;
+	r = evaluate_inventory(inv, b);
+	assert_string_equal(r.code.c_str(), "GPU_COUNT");
+	assert_contains(r.detail, "the CUDA runtime sees 1 of the 8 GPUs");
+	inv.cuda_devices = 8;
+	assert_int_equal(evaluate_inventory(inv, b).status, CheckStatus::Pass);
+	inv.cuda_devices = -1; // not asked (sim)
+	assert_int_equal(evaluate_inventory(inv, b).status, CheckStatus::Pass);
+}
+
 static void inventory_versions_topology(void **)
 {
 	Baseline b = sim_baseline();
@@ -281,6 +345,8 @@ int main(void)
 	    cmocka_unit_test(sim_profile_reads_a_sysfs_fixture),
 	    cmocka_unit_test(xids_from_kmsg_and_dmesg),
 	    cmocka_unit_test(gpu_health_codes_in_order),
+	    cmocka_unit_test(gpu_health_data_per_gpu),
+	    cmocka_unit_test(inventory_needs_the_cuda_runtime_to_see_the_gpus),
 	    cmocka_unit_test(inventory_versions_topology),
 	    cmocka_unit_test(real_backend_without_gpu_fails_closed),
 	};

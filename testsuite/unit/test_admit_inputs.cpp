@@ -36,6 +36,16 @@ static void shipped_baselines_parse(void **)
 	auto s = load_baseline(src_path("etc/baselines/SIM-8GPU.json"));
 	assert_true(s->nccl_threshold_gbs(c) > 387.8 && s->nccl_threshold_gbs(c) < 388.0);
 	assert_int_equal(s->timeout_s(c, "mem_bw"), 300); // CheckTimeout's default
+	// The check bundle's one-GPU baseline: the datasheet's memory peak, an
+	// affinity entry that pins nothing (topology runs hwloc, judges nothing).
+	auto one = load_baseline(src_path("etc/baselines/H200-SXM-1.json"));
+	if (!one.ok())
+		print_error("%s\n", one.status().message().c_str());
+	assert_true(one.ok());
+	assert_int_equal(one->gpu_count, 1);
+	assert_true(one->peak_mem_bw_gbs == 4800 && h->peak_mem_bw_gbs == 4800);
+	assert_int_equal(one->affinity.size(), 1);
+	assert_true(one->affinity.at(0).nic.empty() && one->affinity.at(0).numa == -1);
 }
 
 static void baseline_errors_name_file_and_field(void **)

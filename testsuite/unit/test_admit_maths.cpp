@@ -75,14 +75,14 @@ static NcclRun run_of(const std::vector<double> &busbw, uint64_t wrong = 0)
 
 static void nccl_judgement_best_of_n(void **)
 {
-	CheckResult ok = evaluate_nccl(run_of({380.0, 441.2, 385.0}), 387.9);
+	CheckResult ok = evaluate_nccl(run_of({380.0, 441.2, 385.0}), 387.9, 8);
 	assert_int_equal(ok.status, CheckStatus::Pass);
 	close_to(ok.value, 441.2);
 	assert_int_equal(ok.samples.size(), 3);
 	close_to(ok.samples[0], 380.0);
 	close_to(ok.samples[2], 385.0);
 
-	CheckResult low = evaluate_nccl(run_of({301.2, 298.7, 300.1}), 387.9);
+	CheckResult low = evaluate_nccl(run_of({301.2, 298.7, 300.1}), 387.9, 8);
 	assert_int_equal(low.status, CheckStatus::Fail);
 	assert_string_equal(low.code.c_str(), "NCCL_BW_LOW");
 	assert_string_equal(low.detail.c_str(),
@@ -91,13 +91,84 @@ static void nccl_judgement_best_of_n(void **)
 	assert_string_equal(low.unit.c_str(), "GB/s");
 
 	// Fast but wrong is corrupt, not slow and not a pass.
-	CheckResult bad = evaluate_nccl(run_of({441.2, 446.0, 443.5}, 5), 387.9);
+	CheckResult bad = evaluate_nccl(run_of({441.2, 446.0, 443.5}, 5), 387.9, 8);
 	assert_string_equal(bad.code.c_str(), "NCCL_CORRUPT");
 	assert_int_equal(bad.status, CheckStatus::Fail);
+}
 
-	NcclRun one = run_of({100});
+// One rank: busbw = algbw * 2(n-1)/n is 0 whatever the speed, so a
+// one-GPU SKU neither fails as slow nor passes on a number; the sums are
+// still checked, and a GPU missing from a many-GPU SKU's run fails.
+static void nccl_one_rank_measures_nothing(void **)
+{
+	NcclRun one;
 	one.nranks = 1;
-	assert_int_equal(evaluate_nccl(one, 387.9).status, CheckStatus::Skip);
+	one.bytes = 1ull << 30;
+	one.iterations = 20;
+	one.samples = {NcclSample{0.0005, 0}, NcclSample{0.0004, 0}};
+	close_to(allreduce_busbw_gbs(one.bytes, one.samples[0].seconds, 1), 0.0);
+	CheckResult r = evaluate_nccl(one, 387.9, 1);
+	assert_int_equal(r.status, CheckStatus::Skip);
+	assert_string_equal(r.code.c_str(), "SKIPPED");
+	assert_true(std::isnan(r.value)); // no 0 GB/s that reads as a measurement
+	assert_int_equal(r.samples.size(), 0);
+	assert_contains(r.detail, "one-rank all-reduce moves no data");
+	assert_contains(r.to_json().dump(), "\"nranks\":1");
+
+	one.samples[1].wrong = 3;
+	r = evaluate_nccl(one, 387.9, 1);
+	assert_string_equal(r.code.c_str(), "NCCL_CORRUPT");
+	assert_int_equal(r.status, CheckStatus::Fail);
+
+	one.samples[1].wrong = 0;
+	r = evaluate_nccl(one, 387.9, 8); // CUDA_VISIBLE_DEVICES=0 on an 8-GPU node
+	assert_string_equal(r.code.c_str(), "GPU_COUNT");
+	assert_contains(r.detail, "ran over 1 GPUs, the SKU has 8");
+
+	NcclRun none;
+	assert_string_equal(evaluate_nccl(none, 387.9, 1).code.c_str(), "NO_GPU");
+}
+
+// Two GPUs: bus factor 1, busbw = algbw; judged like eight.
+static void nccl_two_ranks_busbw_equals_algbw(void **)
+{
+	NcclRun two;
+	two.nranks = 2;
+	two.bytes = 1000000000;
+	two.iterations = 1;
+	two.samples = {NcclSample{0.01, 0}};
+	CheckResult r = evaluate_nccl(two, 50, 2);
+	close_to(r.value, 100.0);
+	assert_int_equal(r.status, CheckStatus::Pass);
+	r = evaluate_nccl(two, 150, 2);
+	assert_string_equal(r.code.c_str(), "NCCL_BW_LOW");
+}
+
+// The mem_bw check against the plain-copy reference and the peak.
+static void copy_bandwidth_fractions(void **)
+{
+	close_to(bandwidth_fraction(4300, 4800), 4300.0 / 4800);
+	close_to(bandwidth_fraction(4200, 4300), 4200.0 / 4300);
+	assert_true(std::isnan(bandwidth_fraction(4300, 0)));
+	assert_true(std::isnan(bandwidth_fraction(4300, NAN)));
+	assert_true(std::isnan(bandwidth_fraction(NAN, 4300)));
+	// Both sides in the same units: 20 copies of 4 GiB, events 40 ms and
+	// the wall clock 41 ms, give 0.9756 whatever the byte count.
+	double ev = copy_bw_gbs(4ull << 30, 20, 0.040), wall = copy_bw_gbs(4ull << 30, 20, 0.041);
+	close_to(bandwidth_fraction(ev, wall), 0.041 / 0.040);
+	close_to(ev, 2.0 * (4ull << 30) * 20 / 0.040 / 1e9);
+
+	MemBwObs obs;
+	obs.gbs = {4300, 3000};
+	obs.plain_copy_gbs = {4250};
+	CheckResult r = evaluate_mem_bw(obs, 3840, 4800);
+	assert_string_equal(r.code.c_str(), "MEM_BW_LOW");
+	assert_contains(r.detail, "GPU 1 3000.0 GB/s");
+	std::string j = r.to_json().dump();
+	assert_contains(j, "\"peak_gbs\":4800");
+	assert_contains(j, "\"plain_copy_gbs\":4250");
+	assert_contains(j, "\"plain_copy_gbs\":null"); // GPU 1: not measured
+	assert_contains(j, "\"fraction_of_peak\":0.625");
 }
 
 static bool valid_utf8(const std::string &s)
@@ -158,6 +229,9 @@ int main(void)
 	    cmocka_unit_test(copy_bandwidth_counts_read_and_write),
 	    cmocka_unit_test(best_of_keeps_every_sample),
 	    cmocka_unit_test(nccl_judgement_best_of_n),
+	    cmocka_unit_test(nccl_one_rank_measures_nothing),
+	    cmocka_unit_test(nccl_two_ranks_busbw_equals_algbw),
+	    cmocka_unit_test(copy_bandwidth_fractions),
 	    cmocka_unit_test(reason_string_format_and_truncation),
 	};
 	return cmocka_run_group_tests_name("admit_maths", tests, NULL, NULL);
