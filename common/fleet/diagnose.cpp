@@ -44,31 +44,13 @@ std::string probe_results_path(const Policy &p)
 
 Result<std::vector<PairSample>> read_probe_results(const Policy &p)
 {
-	std::vector<PairSample> out;
 	std::string path = probe_results_path(p);
 	if (access(path.c_str(), F_OK) != 0 && errno == ENOENT)
-		return out;
+		return std::vector<PairSample>();
 	auto j = json_load_file(path);
 	if (!j.ok())
 		return j.status();
-	if (!json_is_array(j->get()))
-		return Status::Error(path + ": not a JSON array of pairs");
-	JsonReader r(path);
-	size_t i;
-	const json_t *v;
-	json_array_foreach(j->get(), i, v)
-	{
-		std::string at = JsonReader::index("", i);
-		PairSample s;
-		s.a = r.str(v, at, "a");
-		s.b = r.str(v, at, "b");
-		s.time = r.str(v, at, "time");
-		s.busbw_gbs = r.num_or(v, at, "busbw_gbs", NAN);
-		out.push_back(s);
-	}
-	if (r.failed())
-		return r.status();
-	return out;
+	return pairs_from_json(j->get(), path, "");
 }
 
 Status record_probe_results(const Policy &p, const std::vector<PairSample> &samples)
@@ -80,13 +62,10 @@ Status record_probe_results(const Policy &p, const std::vector<PairSample> &samp
 	all.insert(all.end(), samples.begin(), samples.end());
 	if (all.size() > kProbeMax)
 		all.erase(all.begin(), all.begin() + static_cast<long>(all.size() - kProbeMax));
-	Entry e; // the pairs' JSON is an entry's
-	e.pairs = std::move(all);
-	Json pairs = Json::adopt(json_incref(json_object_get(e.to_json().get(), "pairs")));
 	Status st = make_dirs(p.dir + "/probe");
 	if (!st.ok())
 		return st;
-	return write_file_atomic(probe_results_path(p), pairs.dump() + "\n", 0644);
+	return write_file_atomic(probe_results_path(p), pairs_to_json(all).dump() + "\n", 0644);
 }
 
 std::vector<PairResult> gather_pairs(const Policy &p, long long now)

@@ -74,15 +74,8 @@ Judgement judge(double value, const std::vector<double> &fleet, const Policy &p)
 	return j;
 }
 
-Json Entry::to_json() const
+Json pairs_to_json(const std::vector<PairSample> &pairs)
 {
-	Json j = Json::object();
-	j.set("node", node).set("sku", sku).set("time", time).set("status", status);
-	j.set("code", code);
-	Json m = Json::object();
-	for (const auto &[k, v] : metrics)
-		m.set(k.c_str(), v);
-	j.set("metrics", m);
 	Json ps = Json::array();
 	for (const auto &s : pairs) {
 		Json o = Json::object();
@@ -91,7 +84,42 @@ Json Entry::to_json() const
 			o.set("busbw_gbs", s.busbw_gbs);
 		ps.push(o);
 	}
-	j.set("pairs", ps);
+	return ps;
+}
+
+Result<std::vector<PairSample>> pairs_from_json(const json_t *array, const std::string &origin,
+                                                const std::string &default_time)
+{
+	std::vector<PairSample> out;
+	if (!json_is_array(array))
+		return Status::Error(origin + ": not a JSON array of pairs");
+	JsonReader r(origin);
+	size_t i;
+	const json_t *v;
+	json_array_foreach(array, i, v)
+	{
+		std::string at = JsonReader::index("", i);
+		PairSample s;
+		s.a = r.str(v, at, "a");
+		s.b = r.str(v, at, "b");
+		s.time = r.str_or(v, at, "time", default_time);
+		s.busbw_gbs = r.num_or(v, at, "busbw_gbs", NAN);
+		out.push_back(s);
+	}
+	if (r.failed())
+		return r.status();
+	return out;
+}
+
+Json Entry::to_json() const
+{
+	Json j = Json::object();
+	j.set("node", node).set("sku", sku).set("time", time).set("status", status);
+	j.set("code", code);
+	Json m = Json::object();
+	for (const auto &[k, v] : metrics)
+		m.set(k.c_str(), v);
+	j.set("metrics", m).set("pairs", pairs_to_json(pairs));
 	return j;
 }
 
@@ -118,22 +146,14 @@ Result<Entry> Entry::from_json(const json_t *j, const std::string &origin)
 				e.metrics[k] = json_number_value(v);
 		}
 	}
-	if (const json_t *a = r.arr(j, "", "pairs", false)) {
-		size_t i;
-		const json_t *v;
-		json_array_foreach(a, i, v)
-		{
-			std::string path = JsonReader::index("pairs", i);
-			PairSample s;
-			s.a = r.str(v, path, "a");
-			s.b = r.str(v, path, "b");
-			s.time = r.str_or(v, path, "time", e.time);
-			s.busbw_gbs = r.num_or(v, path, "busbw_gbs", NAN);
-			e.pairs.push_back(s);
-		}
-	}
 	if (r.failed())
 		return r.status();
+	if (const json_t *a = json_object_get(j, "pairs")) {
+		auto ps = pairs_from_json(a, origin + ": pairs", e.time);
+		if (!ps.ok())
+			return ps.status();
+		e.pairs = std::move(ps.value());
+	}
 	return e;
 }
 

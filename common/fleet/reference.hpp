@@ -70,6 +70,12 @@ struct PairSample {
 	std::string time;     // ISO-8601 UTC
 };
 
+// A JSON array of {"a", "b", "busbw_gbs" (absent: no result), "time"}; a
+// pair without a time takes default_time. Errors name origin and the item.
+Json pairs_to_json(const std::vector<PairSample> &pairs);
+Result<std::vector<PairSample>> pairs_from_json(const json_t *array, const std::string &origin,
+                                                const std::string &default_time);
+
 // One admission's figures.
 struct Entry {
 	std::string node, sku, time, status, code;

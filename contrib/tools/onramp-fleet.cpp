@@ -71,18 +71,12 @@ Status read_pairs_file(const std::string &path, std::vector<PairResult> *out)
 	auto j = json_load_file(path);
 	if (!j.ok())
 		return j.status();
-	JsonReader r(path);
-	if (!json_is_array(j->get()))
-		return Status::Error(path + ": not a JSON array of pairs");
-	size_t i;
-	const json_t *v;
-	json_array_foreach(j->get(), i, v)
-	{
-		std::string at = JsonReader::index("", i);
-		out->push_back(
-		    {r.str(v, at, "a"), r.str(v, at, "b"), r.num_or(v, at, "busbw_gbs", NAN)});
-	}
-	return r.status();
+	auto pairs = pairs_from_json(j->get(), path, "");
+	if (!pairs.ok())
+		return pairs.status();
+	for (const auto &s : pairs.value())
+		out->push_back({s.a, s.b, s.busbw_gbs});
+	return Status::Ok();
 }
 
 // The nodes of a job, from slurmctld (libslurm).
@@ -184,6 +178,8 @@ int main(int argc, char **argv)
 	if (!model.ok())
 		return die(model.status().message());
 	const FabricView &view = model.value()->view;
+	LocaliseOptions lopt;
+	lopt.margin = policy->margin;
 	std::vector<std::string> node_list;
 	if (!nodes.empty()) {
 		auto h = hostlist_expand(nodes);
@@ -199,7 +195,7 @@ int main(int argc, char **argv)
 			if (!st.ok())
 				return die(st.message());
 		}
-		Diagnosis d = localise(pairs, view, LocaliseOptions());
+		Diagnosis d = localise(pairs, view, lopt);
 		if (prometheus)
 			fputs(diagnosis_metrics(d).c_str(), stdout);
 		else
@@ -227,7 +223,7 @@ int main(int argc, char **argv)
 		std::vector<PairResult> pairs;
 		for (const auto &s : measured.value())
 			pairs.push_back({s.a, s.b, s.busbw_gbs});
-		Diagnosis d = localise(pairs, view, LocaliseOptions());
+		Diagnosis d = localise(pairs, view, lopt);
 		print_diagnosis(d, json);
 		return d.suspects.empty() ? 0 : 1;
 	}
