@@ -16,27 +16,6 @@ namespace fleet {
 
 const char *const kPairLinkFault = "PAIR_LINK_FAULT";
 
-Result<std::unique_ptr<FabricModel>> load_fabric_model(const Config &cfg,
-                                                       const std::string &topo_path)
-{
-	std::unique_ptr<FabricModel> m(new FabricModel);
-	auto topo = topology_load(topo_path);
-	if (!topo.ok())
-		return topo.status();
-	m->topo = std::move(topo.value());
-	if (cfg.is_set("FabricFile")) {
-		auto f = fabric_load(cfg.str("FabricFile"), m->topo);
-		if (!f.ok())
-			return f.status();
-		m->fabric.reset(new Fabric(std::move(f.value())));
-	}
-	auto v = FabricView::from(m->topo, m->fabric.get());
-	if (!v.ok())
-		return v.status();
-	m->view = std::move(v.value());
-	return m;
-}
-
 std::string probe_results_path(const Policy &p)
 {
 	return p.dir + "/probe/results.json";

@@ -27,16 +27,6 @@ extern const char *const kPairLinkFault; // "PAIR_LINK_FAULT"
 
 constexpr size_t kProbeMax = 100000;
 
-// topology.conf (topo_path) and FabricFile when set, as a FabricView.
-// Errors name the file.
-struct FabricModel {
-	TopologyConf topo;
-	std::unique_ptr<Fabric> fabric; // null without FabricFile
-	FabricView view;
-};
-Result<std::unique_ptr<FabricModel>> load_fabric_model(const Config &cfg,
-                                                       const std::string &topo_path);
-
 std::string probe_results_path(const Policy &p);
 Result<std::vector<PairSample>> read_probe_results(const Policy &p);
 // Append samples to the probe results (crash-safe).

@@ -21,10 +21,12 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "config.hpp"
 #include "json.hpp"
 #include "rewire/topology.hpp"
 #include "rewire/window.hpp"
@@ -60,6 +62,16 @@ private:
 	std::map<std::string, std::string> leaf_;
 	std::map<std::string, std::vector<std::string>> nodes_, spines_;
 };
+
+// topology.conf (topo_path) and FabricFile when set, as a FabricView.
+// Errors name the file.
+struct FabricModel {
+	TopologyConf topo;
+	std::unique_ptr<Fabric> fabric; // null without FabricFile
+	FabricView view;
+};
+Result<std::unique_ptr<FabricModel>> load_fabric_model(const Config &cfg,
+                                                       const std::string &topo_path);
 
 // 64-bit FNV-1a of s (the routing hash above).
 uint64_t fnv1a64(const std::string &s);
