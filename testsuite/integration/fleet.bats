@@ -48,6 +48,15 @@ link_fault() {
 record() {
 	jq -r "$2" "$ONRAMP_CLUSTER_DIR/nodes/$1/onramp/admission.json"
 }
+# probe_blames KIND NAME: onrampctl probe names KIND NAME first, and no node
+# unless KIND is node.
+probe_blames() {
+	run "$ONRAMPCTL" probe --json
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[ "$(jq -r '.suspects[0].kind + " " + .suspects[0].name' <<<"$output")" = "$1 $2" ]
+	[[ $1 == node ]] || [ "$(jq '[.suspects[] | select(.kind == "node")] | length' <<<"$output")" -eq 0 ]
+}
 set_conf() {
 	sed -i "/^$1=/d" "$ONRAMP_CLUSTER_DIR/etc/onramp.conf"
 	echo "$1=$2" >>"$ONRAMP_CLUSTER_DIR/etc/onramp.conf"
@@ -85,11 +94,7 @@ set_conf() {
 
 @test "a degraded leaf uplink is blamed on the link, and none of the leaf's nodes is drained" {
 	link_fault '"uplinks": {"leaf2": 0.5}'
-	run "$ONRAMPCTL" probe --json
-	echo "$output"
-	[ "$status" -eq 1 ]
-	[ "$(jq -r '.suspects[0].kind + " " + .suspects[0].name' <<<"$output")" = "uplink leaf2" ]
-	[ "$(jq '[.suspects[] | select(.kind == "node")] | length' <<<"$output")" -eq 0 ]
+	probe_blames uplink leaf2
 	run "$ONRAMPCTL" diagnose
 	echo "$output"
 	[[ $output == *"uplink leaf2"* ]]
@@ -109,19 +114,13 @@ set_conf() {
 
 @test "a degraded spine is blamed on the spine" {
 	link_fault '"spines": {"spine-b": 0.5}'
-	run "$ONRAMPCTL" probe --json
-	echo "$output"
-	[ "$status" -eq 1 ]
-	[ "$(jq -r '.suspects[0].kind + " " + .suspects[0].name' <<<"$output")" = "spine spine-b" ]
-	[ "$(jq '[.suspects[] | select(.kind == "node")] | length' <<<"$output")" -eq 0 ]
+	probe_blames spine spine-b
 	rm -f "$ONRAMP_PROFILES/fabric-faults.json"
 }
 
 @test "a node slow with every peer, its own leaf's included, is still blamed on itself and drained" {
 	set_profile node5 bad-peer
-	run "$ONRAMPCTL" probe --json
-	echo "$output"
-	[ "$(jq -r '.suspects[0].kind + " " + .suspects[0].name' <<<"$output")" = "node node5" ]
+	probe_blames node node5
 	run "$ONRAMPCTL" admit node5
 	echo "$output"
 	wait_for 60 "node5 drained" drained_with node5 '^onramp:PAIR_BW_LOW: '

@@ -214,6 +214,17 @@ static void a_leaf_with_one_spine_still_clears_its_nodes(void **)
 		assert_true(d.clears(n));
 }
 
+// The factor sim_fabric_factor gives pair (a, b) with fabric-faults.json
+// holding "{"topology": "topology.conf", <members>}".
+static Result<double> factor_with(const std::string &dir, const std::string &members, const char *a,
+                                  const char *b)
+{
+	std::string text = "{\"topology\": \"topology.conf\", " + members + "}";
+	if (!write_file_atomic(dir + "/fabric-faults.json", text).ok())
+		return Status::Error("cannot write " + dir + "/fabric-faults.json");
+	return admit::sim_fabric_factor(dir, a, b);
+}
+
 static void simulated_link_faults_slow_every_pair_through_them(void **)
 {
 	std::string dir = unit_tmpdir();
@@ -224,25 +235,13 @@ static void simulated_link_faults_slow_every_pair_through_them(void **)
 	                .ok());
 	// No fault file: no factor.
 	assert_true(std::fabs(admit::sim_fabric_factor(dir, "a1", "b1").value() - 1) < 1e-9);
-	assert_true(write_file_atomic(dir + "/fabric-faults.json",
-	                              "{\"topology\": \"topology.conf\", "
-	                              "\"uplinks\": {\"leaf2\": 0.5}, "
-	                              "\"spines\": {\"spine1\": 0.8}}")
-	                .ok());
-	assert_true(std::fabs(admit::sim_fabric_factor(dir, "a1", "b1").value() - 0.4) < 1e-9);
-	assert_true(std::fabs(admit::sim_fabric_factor(dir, "b1", "b2").value() - 1) < 1e-9);
-	assert_true(write_file_atomic(dir + "/fabric-faults.json",
-	                              "{\"topology\": \"topology.conf\", "
-	                              "\"uplink\": {\"leaf2\": 0.5}}")
-	                .ok());
-	auto bad = admit::sim_fabric_factor(dir, "a1", "b1");
+	const std::string both = "\"uplinks\": {\"leaf2\": 0.5}, \"spines\": {\"spine1\": 0.8}";
+	assert_true(std::fabs(factor_with(dir, both, "a1", "b1").value() - 0.4) < 1e-9);
+	assert_true(std::fabs(factor_with(dir, both, "b1", "b2").value() - 1) < 1e-9);
+	auto bad = factor_with(dir, "\"uplink\": {\"leaf2\": 0.5}", "a1", "b1");
 	assert_false(bad.ok());
 	assert_contains(bad.status().message(), "uplink");
-	assert_true(write_file_atomic(dir + "/fabric-faults.json",
-	                              "{\"topology\": \"topology.conf\", "
-	                              "\"spines\": {\"spine1\": 1.5}}")
-	                .ok());
-	bad = admit::sim_fabric_factor(dir, "a1", "b1");
+	bad = factor_with(dir, "\"spines\": {\"spine1\": 1.5}", "a1", "b1");
 	assert_false(bad.ok());
 	assert_contains(bad.status().message(), "(0, 1]");
 }
