@@ -99,6 +99,20 @@ const std::vector<KeySpec> &config_schema()
 	    {"MigrateMaxPerJob", KeyType::Int, "4", nullptr, 1, 1000,
 	     "onrampctl migrate: how many completed migrations one job may have (rollback "
 	     "exempt)"},
+	    {"FleetDir", KeyType::Path, nullptr, nullptr, 0, 0,
+	     "where each node's admission history is kept, one file per node, for the fleet "
+	     "reference (shared by the nodes; unset: <StateDir>/fleet)"},
+	    {"FleetMinSamples", KeyType::Int, "8", nullptr, 1, 100000,
+	     "the fewest other nodes of the SKU a fleet reference needs; below it only the "
+	     "absolute floors apply"},
+	    {"FleetWindow", KeyType::Duration, "2592000", nullptr, 3600, 365 * 86400,
+	     "how recent an admission must be to count in the fleet reference"},
+	    {"FleetSlowMargin", KeyType::Double, "0.05", nullptr, 0.001, 0.9,
+	     "how far below the fleet median (as a fraction) a passing figure is SLOW_<CHECK>"},
+	    {"FleetSlowAction", KeyType::Enum, "warn", "warn|drain", 0, 0,
+	     "what SLOW_<CHECK> does: warn (admitted, the record says SLOW) or drain"},
+	    {"FleetExclude", KeyType::String, nullptr, nullptr, 0, 0,
+	     "nodes (a hostlist) left out of the fleet reference"},
 	    {"DebugFlags", KeyType::String, nullptr, nullptr, 0, 0,
 	     "comma-separated onramp debug flags (e.g. submit)"},
 	};

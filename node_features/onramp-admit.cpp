@@ -17,6 +17,7 @@
 #include "atomic_file.hpp"
 #include "slurm_client.hpp"
 #include "config.hpp"
+#include "fleet/diagnose.hpp"
 #include "hostlist.hpp"
 #include "json.hpp"
 #include "log.hpp"
@@ -95,8 +96,14 @@ Result<std::vector<std::string>> expand_peers(const std::string &peers)
 }
 
 // Print the verdict, record it when asked, and map it to the exit status.
-int finish(const Options &o, const Config &cfg, const Verdict &v, bool pair_only)
+int finish(const Options &o, const Config &cfg, Verdict v, bool pair_only)
 {
+	// A recorded admission is judged against its fleet too (fleet/diagnose.hpp).
+	if (o.record && !v.inconclusive) {
+		Status fs = fleet::review_verdict(cfg, &v);
+		if (!fs.ok())
+			return unjudged(o, fs.message());
+	}
 	printf("%s\n", v.to_json().dump().c_str());
 	fflush(stdout);
 	if (!o.json_only)
@@ -116,6 +123,10 @@ int finish(const Options &o, const Config &cfg, const Verdict &v, bool pair_only
 			        v.node.c_str(), st.message().c_str());
 			return kExitUnjudged;
 		}
+		Status hs = fleet::remember_verdict(cfg, v);
+		if (!hs.ok())
+			fprintf(stderr, "%s: %s: fleet history not kept: %s\n", kProg,
+			        v.node.c_str(), hs.message().c_str());
 		if (o.reregister) {
 			// slurmctld's copy at once; slurmd re-registers from the record.
 			std::string why;

@@ -482,7 +482,7 @@ Result<std::unique_ptr<Backend>> make_backend(const Config &cfg, const std::stri
 		auto p = load_profile(profile_path(dir, node));
 		if (!p.ok())
 			return p.status();
-		return make_sim_backend(std::move(p.value()), dir);
+		return make_sim_backend(std::move(p.value()), dir, node);
 	}
 	return std::unique_ptr<Backend>(new RealBackend(cfg, node));
 }

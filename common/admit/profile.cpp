@@ -11,6 +11,7 @@
 #include "admit/bandwidth.hpp"
 #include "admit/baseline.hpp"
 #include "admit/fabric.hpp"
+#include "admit/sim_fabric.hpp"
 #include "admit/verdict.hpp"
 #include "atomic_file.hpp"
 #include "json.hpp"
@@ -260,7 +261,9 @@ namespace {
 
 class SimBackend : public Backend {
 public:
-	SimBackend(Profile p, std::string dir) : p_(std::move(p)), dir_(std::move(dir)) {}
+	SimBackend(Profile p, std::string dir, std::string node)
+	    : p_(std::move(p)), dir_(std::move(dir)), node_(std::move(node))
+	{}
 	const char *name() const override { return "sim"; }
 	bool simulated() const override { return true; }
 
@@ -413,20 +416,25 @@ public:
 		PairObs o;
 		o.measured = true;
 		o.busbw_gbs = std::min(p_.pair_busbw_gbs, pp->pair_busbw_gbs);
+		auto link = sim_fabric_factor(dir_, node_, peer); // link-level faults
+		if (!link.ok())
+			return link.status();
+		o.busbw_gbs *= link.value();
 		o.samples = {o.busbw_gbs};
 		return o;
 	}
 
 private:
 	Profile p_;
-	std::string dir_;
+	std::string dir_, node_;
 };
 
 } // namespace
 
-std::unique_ptr<Backend> make_sim_backend(Profile profile, const std::string &dir)
+std::unique_ptr<Backend> make_sim_backend(Profile profile, const std::string &dir,
+                                          const std::string &node)
 {
-	return std::unique_ptr<Backend>(new SimBackend(std::move(profile), dir));
+	return std::unique_ptr<Backend>(new SimBackend(std::move(profile), dir, node));
 }
 
 } // namespace admit

@@ -61,8 +61,11 @@ Result<Profile> load_profile(const std::string &path);
 std::string profile_path(const std::string &dir, const std::string &node);
 
 // The simulated backend over a loaded profile; dir is SimProfileDir (peer
-// profiles for pair_busbw are looked up there).
-std::unique_ptr<Backend> make_sim_backend(Profile profile, const std::string &dir);
+// profiles for pair_busbw are looked up there, and link-level faults in
+// sim_fabric.hpp's file); node is the node it simulates ("" outside a
+// fabric: no link faults apply).
+std::unique_ptr<Backend> make_sim_backend(Profile profile, const std::string &dir,
+                                          const std::string &node = "");
 
 } // namespace admit
 } // namespace onramp

@@ -175,10 +175,23 @@ const CheckResult *Verdict::first_failure() const
 	return nullptr;
 }
 
+namespace {
+// A passing check that still has something to say (fleet SLOW_<CHECK> with
+// FleetSlowAction=warn, a pair failure a link was blamed for).
+bool is_warning(const CheckResult &c)
+{
+	return c.status == CheckStatus::Pass && c.code != code::kOk && c.code != code::kSkipped;
+}
+} // namespace
+
 std::string Verdict::code() const
 {
-	const CheckResult *f = first_failure();
-	return f ? f->code : code::kOk;
+	if (const CheckResult *f = first_failure())
+		return f->code;
+	for (const auto &c : checks)
+		if (is_warning(c))
+			return c.code;
+	return code::kOk;
 }
 
 std::string Verdict::detail() const
@@ -190,7 +203,7 @@ std::string Verdict::detail() const
 		run += c.status == CheckStatus::Pass;
 	std::string d = strprintf("%zu check%s passed", run, run == 1 ? "" : "s");
 	for (const auto &c : checks) // the pair test names its peer and suspects
-		if (c.name == kNcclPair && c.status == CheckStatus::Pass) {
+		if ((c.name == kNcclPair && c.status == CheckStatus::Pass) || is_warning(c)) {
 			std::string pd = c.detail;
 			size_t m = pd.find(kSimulatedMarker);
 			if (m != std::string::npos)

@@ -100,8 +100,10 @@ struct Verdict {
 	{
 		return inconclusive ? "INCONCLUSIVE" : passed() ? "PASS" : "FAIL";
 	}
-	std::string code() const;   // first failure's code, or "OK"
-	std::string detail() const; // first failure's detail, or a pass summary
+	// First failure's code; when passed, a passing check's own code other
+	// than OK/SKIPPED (a warning such as SLOW_MEMBW), else "OK".
+	std::string code() const;
+	std::string detail() const; // first failure's detail, or a pass summary with warnings
 	Json to_json() const;
 };
 

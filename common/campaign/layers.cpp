@@ -92,6 +92,9 @@ void network(Layer &l, const std::vector<const NodeRow *> &nodes,
 				                            : ": cross-rack pairs not run yet"));
 	if (!f.have_topology)
 		l.note = "switch table not checked";
+	if (!f.fabric_diagnosis.empty())
+		l.note += (l.note.empty() ? "" : "; ") + std::string("fabric diagnosis: ") +
+		          f.fabric_diagnosis;
 }
 
 void application(Layer &l, const std::vector<const NodeRow *> &nodes,
@@ -257,6 +260,19 @@ std::map<std::string, LiveLeaf> parse_live_topology(const std::string &text)
 	for (auto &[name, lf] : out)
 		lf.connected = children.count(name) > 0;
 	return out;
+}
+
+std::string diagnose_pairs(const std::vector<PairRow> &pairs, const fleet::FabricView &view)
+{
+	std::vector<fleet::PairResult> run;
+	for (const auto &p : pairs)
+		if (!p.result.empty())
+			run.push_back({p.node, p.peer, p.result == "pass" ? 1.0 : 0.0});
+	if (run.empty())
+		return "";
+	fleet::LocaliseOptions opt;
+	opt.good_gbs = 0.5; // a pass/fail outcome, not a bandwidth
+	return fleet::localise(run, view, opt).summary();
 }
 
 } // namespace campaign

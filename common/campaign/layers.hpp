@@ -5,7 +5,8 @@
 //   node         every node admitted (its checks passed)
 //   network      no port/pair failure code, the rack's leaf in slurmctld's
 //                switch table and connected to a spine with the nodes under
-//                it, every rack in a passing cross-rack NCCL pair
+//                it, every rack in a passing cross-rack NCCL pair; its note
+//                names the component the fault localiser blames, if any
 //   platform     admitted nodes schedulable (no drain/down/reserved/reboot
 //                state), the admitted feature active, in an UP partition
 //   application  the rack's smoke job (a short multi-node srun on its new
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "campaign/journal.hpp"
+#include "fleet/localise.hpp"
 
 namespace onramp {
 namespace campaign {
@@ -52,6 +54,9 @@ struct LayerFacts {
 	std::string exporter, rules;
 	std::string textfile_dir;        // "" when not configured
 	std::set<std::string> textfiles; // nodes that have one
+	// The fault localiser's summary of the campaign's pairs (network
+	// layer's note); "" when not made (no topology.conf).
+	std::string fabric_diagnosis;
 };
 
 struct Layer {
@@ -67,6 +72,10 @@ extern const char *const kLayerNames[]; // node .. operations, nullptr-terminate
 // racks.
 std::vector<Layer> compute_layers(const std::vector<const NodeRow *> &nodes,
                                   const std::set<std::string> &racks, const LayerFacts &f);
+
+// The fault localiser (fleet/localise.hpp) over the campaign's cross-rack
+// pairs that have run (pass: healthy, anything else: slow): its summary.
+std::string diagnose_pairs(const std::vector<PairRow> &pairs, const fleet::FabricView &view);
 
 // Parsers for what the orchestrator hands over.
 // sinfo -h -N -o '%N %T %b %P %a' lines; a node appears once per partition.

@@ -39,6 +39,7 @@
 #include <cstring>
 #include <ctime>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -342,7 +343,8 @@ int cmd_smoke_close(Journal &j, const Args &a)
 struct Facts {
 	LayerFacts base;
 	std::map<std::string, int> sizes;
-	const Config *cfg = nullptr; // for the nodes' admission records
+	const Config *cfg = nullptr;                // for the nodes' admission records
+	std::shared_ptr<fleet::FabricModel> fabric; // null without topology.conf
 };
 
 // The checks of the node's admission record when it was written at or after
@@ -417,6 +419,10 @@ Facts gather_facts(const Args &a, const Config &cfg)
 	f.base.exporter = a.exporter;
 	f.base.rules = check_rules(cfg.str("AlertRulesFile"));
 	f.base.textfile_dir = cfg.str("MetricsTextfileDir");
+	auto fabric = fleet::load_fabric_model(
+	    cfg, a.topology.empty() ? slurm_dir() + "/topology.conf" : a.topology);
+	if (fabric.ok()) // optional: the network layer's fabric diagnosis
+		f.fabric = std::move(fabric.value());
 	return f;
 }
 
@@ -480,6 +486,8 @@ Json campaign_report(Journal &j, const CampaignRow &c, const Args &a, const Fact
 	LayerFacts lf = facts.base;
 	lf.campaign_racks = static_cast<int>(by_rack.size());
 	lf.pairs = pairs.value();
+	if (facts.fabric)
+		lf.fabric_diagnosis = diagnose_pairs(lf.pairs, facts.fabric->view);
 	lf.smokes = smokes.value();
 	if (!lf.textfile_dir.empty())
 		for (const auto &n : nodes.value()) {

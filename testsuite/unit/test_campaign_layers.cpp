@@ -179,6 +179,30 @@ static void parsers_read_sinfo_and_the_live_switch_table(void **)
 	assert_int_equal(t["leaf2"].nodes.count("node4"), 1);
 }
 
+static void the_network_layer_names_the_component_its_failed_pairs_blame(void **)
+{
+	// Three racks; every pair across leaf3 failed, pairs between the
+	// others passed: leaf3's uplinks, not its nodes.
+	fleet::FabricView v;
+	v.add_leaf("leaf1", {"node1", "node2"}, {"spine1"});
+	v.add_leaf("leaf2", {"node5", "node6"}, {"spine1"});
+	v.add_leaf("leaf3", {"node9", "node10"}, {"spine1"});
+	std::vector<PairRow> pairs = {{"node1", "leaf1", "node5", "leaf2", "pass", "", 1},
+	                              {"node2", "leaf1", "node6", "leaf2", "pass", "", 1},
+	                              {"node9", "leaf3", "node1", "leaf1", "fail", "", 1},
+	                              {"node10", "leaf3", "node5", "leaf2", "fail", "", 1},
+	                              {"node9", "leaf3", "node6", "leaf2", "fail", "", 1},
+	                              {"node9", "leaf3", "node10", "leaf3", "pass", "", 1},
+	                              {"node2", "leaf1", "node10", "leaf3", "", "", 0}};
+	LayerFacts f = healthy();
+	f.fabric_diagnosis = diagnose_pairs(pairs, v);
+	assert_contains(f.fabric_diagnosis, "uplink leaf3");
+	NodeRow n1 = node("node1", "leaf1", "admitted");
+	assert_contains(layer(compute_layers({&n1}, {"leaf1"}, f), "network").note,
+	                "fabric diagnosis: uplink leaf3");
+	assert_string_equal(diagnose_pairs({}, v).c_str(), "");
+}
+
 int main()
 {
 	const struct CMUnitTest tests[] = {
@@ -187,6 +211,7 @@ int main()
 	    cmocka_unit_test(node_network_and_platform_name_what_blocks_them),
 	    cmocka_unit_test(operations_checks_exporter_rules_and_textfiles),
 	    cmocka_unit_test(parsers_read_sinfo_and_the_live_switch_table),
+	    cmocka_unit_test(the_network_layer_names_the_component_its_failed_pairs_blame),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -1,0 +1,166 @@
+#include "fleet/diagnose.hpp"
+
+#include <cerrno>
+#include <cmath>
+#include <ctime>
+#include <unistd.h>
+
+#include "admit/backend.hpp"
+#include "admit/record.hpp"
+#include "atomic_file.hpp"
+#include "log.hpp"
+#include "metrics/exposition.hpp"
+
+namespace onramp {
+namespace fleet {
+
+const char *const kPairLinkFault = "PAIR_LINK_FAULT";
+
+std::string probe_results_path(const Policy &p)
+{
+	return p.dir + "/probe/results.json";
+}
+
+Result<std::vector<PairSample>> read_probe_results(const Policy &p)
+{
+	std::string path = probe_results_path(p);
+	if (access(path.c_str(), F_OK) != 0 && errno == ENOENT)
+		return std::vector<PairSample>();
+	auto j = json_load_file(path);
+	if (!j.ok())
+		return j.status();
+	return pairs_from_json(j->get(), path, "");
+}
+
+Status record_probe_results(const Policy &p, const std::vector<PairSample> &samples)
+{
+	auto old = read_probe_results(p);
+	if (!old.ok())
+		return old.status();
+	std::vector<PairSample> all = std::move(old.value());
+	all.insert(all.end(), samples.begin(), samples.end());
+	if (all.size() > kProbeMax)
+		all.erase(all.begin(), all.begin() + static_cast<long>(all.size() - kProbeMax));
+	Status st = make_dirs(p.dir + "/probe");
+	if (!st.ok())
+		return st;
+	return write_file_atomic(probe_results_path(p), pairs_to_json(all).dump() + "\n", 0644);
+}
+
+std::vector<PairResult> gather_pairs(const Policy &p, long long now)
+{
+	std::vector<PairResult> out;
+	for (const auto &s : fleet_pairs(p, now))
+		out.push_back({s.a, s.b, s.busbw_gbs});
+	auto probes = read_probe_results(p);
+	if (!probes.ok()) {
+		log_warn("%s", probes.status().message().c_str());
+		return out;
+	}
+	for (const auto &s : probes.value()) {
+		long long t = admit::parse_iso_time(s.time);
+		if (t >= 0 && now - t <= p.window_s)
+			out.push_back({s.a, s.b, s.busbw_gbs});
+	}
+	return out;
+}
+
+Result<std::vector<PairSample>> run_probes(const Config &cfg, const ProbePlan &plan)
+{
+	std::vector<PairSample> out;
+	for (const auto &[a, b] : plan.pairs) {
+		auto be = admit::make_backend(cfg, a);
+		if (!be.ok())
+			return be.status();
+		auto obs = be.value()->pair_busbw(b);
+		if (!obs.ok())
+			return obs.status();
+		PairSample s;
+		s.a = a;
+		s.b = b;
+		s.busbw_gbs = obs->measured && obs->wrong == 0 ? obs->busbw_gbs : NAN;
+		s.time = admit::iso_time(time(nullptr));
+		out.push_back(s);
+	}
+	return out;
+}
+
+std::string diagnosis_metrics(const Diagnosis &d)
+{
+	Exposition e;
+	e.family("onramp_fleet_pairs", "gauge", "Node pairs the fleet diagnosis was made from.");
+	e.family("onramp_fleet_slow_pairs", "gauge",
+	         "Of them, pairs below the healthy line (median less FleetSlowMargin).");
+	e.family("onramp_fleet_suspect_confidence", "gauge",
+	         "A component the diagnosis blames for slow pairs, with its confidence (0-1).");
+	e.sample("onramp_fleet_pairs", {}, static_cast<double>(d.pairs));
+	e.sample("onramp_fleet_slow_pairs", {}, static_cast<double>(d.slow));
+	for (const auto &s : d.suspects)
+		e.sample("onramp_fleet_suspect_confidence",
+		         {{"kind", kind_name(s.kind)}, {"name", s.name}}, s.confidence);
+	return e.text();
+}
+
+namespace {
+
+// The localiser's say on a failed nccl_pair of v.
+void review_pair(const Config &cfg, const Policy &p, admit::Verdict *v)
+{
+	admit::CheckResult *pair = nullptr;
+	for (auto &c : v->checks)
+		if (c.name == admit::kNcclPair && c.code == admit::code::kPairBwLow)
+			pair = &c;
+	if (!pair)
+		return;
+	auto model = load_fabric_model(cfg, default_topology_path(cfg));
+	if (!model.ok()) {
+		pair->detail += "; no fault localisation (" + model.status().message() +
+		                "): the pair rule applies";
+		return;
+	}
+	std::vector<PairResult> pairs = gather_pairs(p, time(nullptr));
+	for (const auto &s : entry_of(*v).pairs)
+		pairs.push_back({s.a, s.b, s.busbw_gbs});
+	LocaliseOptions opt;
+	opt.good_gbs = pair->threshold;
+	Diagnosis d = localise(pairs, model.value()->view, opt);
+	if (!d.clears(v->node)) {
+		pair->detail += "; localiser: " + d.summary() +
+		                " - not enough to clear the node, the pair rule applies";
+		return;
+	}
+	pair->status = admit::CheckStatus::Pass;
+	pair->code = kPairLinkFault;
+	pair->detail =
+	    "nccl_pair below the floor, blamed on the fabric, not the node: " + d.summary();
+	if (!pair->data || !json_is_object(pair->data.get()))
+		pair->data = Json::object();
+	pair->data.set("diagnosis", d.to_json());
+}
+
+} // namespace
+
+Status review_verdict(const Config &cfg, admit::Verdict *v)
+{
+	auto p = policy_from_config(cfg);
+	if (!p.ok())
+		return p.status();
+	std::vector<std::string> warnings;
+	auto fleet = load_fleet(p.value(), time(nullptr), &warnings);
+	for (const auto &w : warnings)
+		log_warn("fleet history: %s", w.c_str());
+	apply_fleet(p.value(), fleet, v);
+	review_pair(cfg, p.value(), v);
+	return Status::Ok();
+}
+
+Status remember_verdict(const Config &cfg, const admit::Verdict &v)
+{
+	auto p = policy_from_config(cfg);
+	if (!p.ok())
+		return p.status();
+	return append_history(p.value(), entry_of(v));
+}
+
+} // namespace fleet
+} // namespace onramp
