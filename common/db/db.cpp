@@ -8,12 +8,11 @@
 namespace onramp {
 namespace db {
 
-Result<std::unique_ptr<Db>> Db::open(const std::string &path, int busy_ms)
+Result<std::unique_ptr<Db>> Db::open(const std::string &path, int busy_ms, bool read_only)
 {
 	sqlite3 *h = nullptr;
-	int rc = sqlite3_open_v2(path.c_str(), &h,
-	                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-	                         nullptr);
+	int flags = read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+	int rc = sqlite3_open_v2(path.c_str(), &h, flags | SQLITE_OPEN_FULLMUTEX, nullptr);
 	if (rc != SQLITE_OK) {
 		Status st = Status::Error(
 		    path + ": cannot open: " + (h ? sqlite3_errmsg(h) : sqlite3_errstr(rc)));
@@ -22,6 +21,8 @@ Result<std::unique_ptr<Db>> Db::open(const std::string &path, int busy_ms)
 	}
 	std::unique_ptr<Db> db(new Db(h, path));
 	sqlite3_busy_timeout(h, busy_ms);
+	if (read_only)
+		return db;
 	Status st = db->exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;");
 	if (!st.ok())
 		return st;
@@ -118,6 +119,18 @@ Status Stmt::run()
 			return r.status();
 		if (!r.value())
 			return Status::Ok();
+	}
+}
+
+Status Stmt::each(const std::function<void(const Stmt &)> &row)
+{
+	for (;;) {
+		auto r = step();
+		if (!r.ok())
+			return r.status();
+		if (!r.value())
+			return Status::Ok();
+		row(*this);
 	}
 }
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -24,8 +25,10 @@ class Stmt;
 class Db {
 public:
 	// Open (creating it when absent) the database at path: WAL,
-	// synchronous=FULL, busy timeout busy_ms.
-	static Result<std::unique_ptr<Db>> open(const std::string &path, int busy_ms = 10000);
+	// synchronous=FULL, busy timeout busy_ms. Read-only: an existing
+	// database, nothing written (a reader such as onramp-metrics).
+	static Result<std::unique_ptr<Db>> open(const std::string &path, int busy_ms = 10000,
+	                                        bool read_only = false);
 	~Db();
 	Db(const Db &) = delete;
 	Db &operator=(const Db &) = delete;
@@ -67,6 +70,8 @@ public:
 	Result<bool> step();
 	// Run to the end (a statement that returns no rows).
 	Status run();
+	// Step through every row, calling row(*this) for each.
+	Status each(const std::function<void(const Stmt &)> &row);
 	// Whether the last step() failed on a constraint (UNIQUE, NOT NULL...).
 	bool constraint_failed() const { return constraint_; }
 

@@ -40,6 +40,49 @@ Result<std::unique_ptr<Journal>> Journal::open(const std::string &path)
 	return std::unique_ptr<Journal>(new Journal(std::move(db.value())));
 }
 
+Result<std::unique_ptr<Journal>> Journal::open_read_only(const std::string &path)
+{
+	auto db = db::Db::open(path, 2000, true);
+	if (!db.ok())
+		return db.status();
+	return std::unique_ptr<Journal>(new Journal(std::move(db.value())));
+}
+
+Result<std::map<std::string, int64_t>> Journal::count_by_state()
+{
+	std::lock_guard<std::mutex> g(mu_);
+	auto s = db_->prepare("SELECT state, COUNT(*) AS n FROM migrations GROUP BY state");
+	if (!s.ok())
+		return s.status();
+	std::map<std::string, int64_t> out;
+	Status st = s->each([&](const db::Stmt &row) { out[row.text("state")] = row.i64("n"); });
+	if (!st.ok())
+		return st;
+	return out;
+}
+
+Result<std::vector<Journal::Span>> Journal::spans()
+{
+	std::lock_guard<std::mutex> g(mu_);
+	auto s = db_->prepare("SELECT m.id AS id, m.job AS job, m.state AS state,"
+	                      " MAX(ev.time_ms) - MIN(ev.time_ms) AS ms FROM migrations m"
+	                      " JOIN events ev ON ev.migration = m.id GROUP BY m.id ORDER BY m.id");
+	if (!s.ok())
+		return s.status();
+	std::vector<Span> out;
+	Status st = s->each([&](const db::Stmt &row) {
+		Span sp;
+		sp.id = row.i64("id");
+		sp.job = static_cast<uint32_t>(row.i64("job"));
+		sp.state = row.text("state");
+		sp.seconds = static_cast<double>(row.i64("ms")) / 1000.0;
+		out.push_back(sp);
+	});
+	if (!st.ok())
+		return st;
+	return out;
+}
+
 Status Journal::plan(Migration &m, int64_t now_ms)
 {
 	std::lock_guard<std::mutex> g(mu_);
@@ -127,38 +170,35 @@ Result<std::vector<Migration>> Journal::select(const std::string &where,
 	if (job)
 		s->bind(":job", *job);
 	std::vector<Migration> out;
-	for (;;) {
-		auto r = s->step();
-		if (!r.ok())
-			return r.status();
-		if (!r.value())
-			break;
+	Status st = s->each([&](const db::Stmt &row) {
 		Migration m;
-		m.id = s->i64("id");
-		m.job = static_cast<uint32_t>(s->i64("job"));
-		m.state = s->text("state");
-		m.src = s->text("src");
-		m.target = s->text("target");
-		m.target_nodes = s->i64("target_nodes") != 0;
-		m.from_mode = s->i64("from_mode") != 0;
-		m.ckpt_dir = s->text("ckpt_dir");
-		m.base_gen = s->i64("base_gen");
-		m.gen = s->i64("gen");
-		m.signal_ms = s->i64("signal_ms");
-		m.restarts = s->i64("restarts");
-		m.drained = s->text("drained");
-		m.admin_comment = s->text("admin_comment");
-		m.old_features = s->text("old_features");
-		m.leaves = s->i64("leaves");
-		m.sig = static_cast<int>(s->i64("sig"));
-		m.ack_s = s->i64("ack_s");
-		m.grace_s = s->i64("grace_s");
-		m.confirm_s = s->i64("confirm_s");
-		m.error = s->text("error");
-		m.created_ms = s->i64("created_ms");
-		m.updated_ms = s->i64("updated_ms");
+		m.id = row.i64("id");
+		m.job = static_cast<uint32_t>(row.i64("job"));
+		m.state = row.text("state");
+		m.src = row.text("src");
+		m.target = row.text("target");
+		m.target_nodes = row.i64("target_nodes") != 0;
+		m.from_mode = row.i64("from_mode") != 0;
+		m.ckpt_dir = row.text("ckpt_dir");
+		m.base_gen = row.i64("base_gen");
+		m.gen = row.i64("gen");
+		m.signal_ms = row.i64("signal_ms");
+		m.restarts = row.i64("restarts");
+		m.drained = row.text("drained");
+		m.admin_comment = row.text("admin_comment");
+		m.old_features = row.text("old_features");
+		m.leaves = row.i64("leaves");
+		m.sig = static_cast<int>(row.i64("sig"));
+		m.ack_s = row.i64("ack_s");
+		m.grace_s = row.i64("grace_s");
+		m.confirm_s = row.i64("confirm_s");
+		m.error = row.text("error");
+		m.created_ms = row.i64("created_ms");
+		m.updated_ms = row.i64("updated_ms");
 		out.push_back(std::move(m));
-	}
+	});
+	if (!st.ok())
+		return st;
 	return out;
 }
 

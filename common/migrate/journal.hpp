@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -39,6 +40,8 @@ class Journal {
 public:
 	// Open (create) the journal at path.
 	static Result<std::unique_ptr<Journal>> open(const std::string &path);
+	// Open an existing journal to read it only (onramp-metrics).
+	static Result<std::unique_ptr<Journal>> open_read_only(const std::string &path);
 
 	// Insert m as PLANNED (m.id set). Refused, naming the migration, when
 	// the job already has an active one.
@@ -54,6 +57,17 @@ public:
 	Result<std::vector<Migration>> list(std::optional<uint32_t> job = std::nullopt);
 	// How many migrations of job completed (DONE).
 	Result<int64_t> done_count(uint32_t job);
+	// How many migrations are in each state.
+	Result<std::map<std::string, int64_t>> count_by_state();
+	// Each migration with the seconds from its first journaled event to its
+	// last (so far).
+	struct Span {
+		int64_t id = 0;
+		uint32_t job = 0;
+		std::string state;
+		double seconds = 0;
+	};
+	Result<std::vector<Span>> spans();
 	// The message of the newest event of migration id in state ("" when none).
 	Result<std::string> event_message(int64_t id, const std::string &state);
 

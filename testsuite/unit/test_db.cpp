@@ -103,6 +103,13 @@ static void test_transactions(void **)
 	auto other = db::Db::open(path);
 	assert_true(other.ok());
 	assert_int_equal(count(*other.value()), 2);
+	// Read-only: reads, never writes, never creates.
+	auto ro = db::Db::open(path, 1000, true);
+	assert_true(ro.ok());
+	assert_int_equal(count(*ro.value()), 2);
+	assert_false(ro.value()->exec("DELETE FROM t").ok());
+	assert_int_equal(count(*d), 2);
+	assert_false(db::Db::open(path + ".absent", 1000, true).ok());
 }
 
 int main(void)

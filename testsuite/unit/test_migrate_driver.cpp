@@ -132,6 +132,21 @@ struct World {
 			d.drive(m);
 	}
 
+	// migrate() crashing (through a CrashHook) at when ("before"/"after")
+	// state; returns whether it crashed.
+	bool migrate_crashing(const char *when, const char *state)
+	{
+		CrashAt hook;
+		hook.when = when;
+		hook.state = state;
+		try {
+			migrate(hook);
+		} catch (const Crash &) {
+			return true;
+		}
+		return false;
+	}
+
 	// "onrampctl migrate resume"; returns how many migrations it drove.
 	size_t resume()
 	{
@@ -191,12 +206,29 @@ struct World {
 void test_no_crash(void **)
 {
 	World w;
+	auto start = w.slurm.on_start;
+	w.slurm.on_start = [&](FakeSlurm::FakeJob &j) {
+		w.clock.t += 5000; // the job takes 5 s to start on the target
+		start(j);
+	};
 	migrate::CrashHook none;
 	w.migrate(none);
 	w.check_finished();
 	assert_int_equal(w.count_actions("signal"), 1);
 	assert_int_equal(w.count_actions("drain n1"), 1);
 	assert_int_equal(w.count_actions("resume n1"), 1);
+	// What onramp-metrics reads, read-only.
+	auto ro = migrate::Journal::open_read_only(w.state + "/migrate.db");
+	assert_true(ro.ok());
+	auto counts = ro.value()->count_by_state();
+	assert_true(counts.ok());
+	assert_int_equal(counts->size(), 1);
+	assert_int_equal(counts->at("DONE"), 1);
+	auto spans = ro.value()->spans();
+	assert_true(spans.ok());
+	assert_int_equal(spans->size(), 1);
+	assert_int_equal(spans->front().job, kJob);
+	assert_true(spans->front().seconds == 5.0);
 }
 
 void test_crash_at_every_boundary(void **)
@@ -206,16 +238,7 @@ void test_crash_at_every_boundary(void **)
 	for (const char *when : {"before", "after"}) {
 		for (const char *state : kStates) {
 			World w;
-			CrashAt hook;
-			hook.when = when;
-			hook.state = state;
-			bool crashed = false;
-			try {
-				w.migrate(hook);
-			} catch (const Crash &) {
-				crashed = true;
-			}
-			assert_true(crashed);
+			assert_true(w.migrate_crashing(when, state));
 			size_t resumed = w.resume();
 			if (std::string(when) == "before" && std::string(state) == "PLANNED") {
 				// Nothing journaled, nothing done: the admin runs it again.
@@ -259,13 +282,7 @@ void test_ctld_down_too_long_aborts_cleanly(void **)
 	// slurmctld goes away for good (longer than MigrateCtldTimeout) once
 	// the nodes are drained: the job cannot be read and the migration
 	// aborts instead of waiting forever.
-	CrashAt hook;
-	hook.when = "after";
-	hook.state = "DRAINED";
-	try {
-		w.migrate(hook);
-	} catch (const Crash &) {
-	}
+	assert_true(w.migrate_crashing("after", "DRAINED"));
 	w.slurm.down_forever = true;
 	{
 		auto jr = w.journal();
@@ -345,13 +362,7 @@ void test_old_journal_mid_flight(void **)
 void test_second_migration_refused(void **)
 {
 	World w;
-	CrashAt hook;
-	hook.when = "after";
-	hook.state = "DRAINED";
-	try {
-		w.migrate(hook);
-	} catch (const Crash &) {
-	}
+	assert_true(w.migrate_crashing("after", "DRAINED"));
 	auto jr = w.journal();
 	migrate::CrashHook none;
 	migrate::Driver d(*jr, w.slurm, w.cfg, w.clock, none);
