@@ -111,17 +111,6 @@ Result<bool> Stmt::step()
 	return st;
 }
 
-Status Stmt::run()
-{
-	for (;;) {
-		auto r = step();
-		if (!r.ok())
-			return r.status();
-		if (!r.value())
-			return Status::Ok();
-	}
-}
-
 Status Stmt::each(const std::function<void(const Stmt &)> &row)
 {
 	for (;;) {
@@ -132,6 +121,11 @@ Status Stmt::each(const std::function<void(const Stmt &)> &row)
 			return Status::Ok();
 		row(*this);
 	}
+}
+
+Status Stmt::run()
+{
+	return each([](const Stmt &) {});
 }
 
 int Stmt::column(const char *col) const
