@@ -271,9 +271,10 @@ public:
 
 	Result<std::map<std::string, std::string>> node_leaves() override
 	{
-		// VERSION: topo_info_response_msg_t's topo_array of 22.05 (from
-		// 23.11 on the reply is plugin data, printed by
-		// slurm_print_topo_info_msg only: this is the one call to port).
+		// VERSION: 22.05 fills topo_info_response_msg_t's topo_array.
+		// 24.11's reply also carries topo_info (plugin data, printed by
+		// slurm_print_topo_info_msg); which one a tree topology fills there
+		// is the one thing of this file to check when porting.
 		topo_info_response_msg_t *msg = nullptr;
 		int err = call("slurm_load_topo", [&] { return slurm_load_topo(&msg); });
 		if (err)
