@@ -15,7 +15,7 @@
 #include "admit/pair.hpp"
 #include "admit/record.hpp"
 #include "atomic_file.hpp"
-#include "slurm_client.hpp"
+#include "slurm/client.hpp"
 #include "config.hpp"
 #include "fleet/diagnose.hpp"
 #include "hostlist.hpp"

@@ -98,7 +98,7 @@ JobCheck epilog_check(AdmitInputs &in, double since_epoch, double timeout_s)
 #include <unistd.h>
 
 #include "atomic_file.hpp"
-#include "slurm_client.hpp"
+#include "slurm/client.hpp"
 #include "submit.hpp"
 
 namespace onramp {

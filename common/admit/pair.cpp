@@ -18,6 +18,7 @@
 #include "admit/record.hpp"
 #include "json.hpp"
 #include "log.hpp"
+#include "proc.hpp"
 
 namespace onramp {
 namespace admit {
@@ -274,37 +275,30 @@ Result<PairObs> run_pair_launch(const Config &cfg, const std::string &node, cons
 	if (n <= 0)
 		return Status::Error("cannot find onramp-admit's own path (/proc/self/exe)");
 	exe[n] = '\0';
-	std::string launch = cfg.str("PairLaunchCommand");
-	std::string cmd;
-	for (size_t i = 0; i < launch.size(); i++) {
-		if (launch[i] == '%' && i + 1 < launch.size() && launch[i + 1] == 'p') {
-			cmd += peer;
-			i++;
-		} else if (launch[i] == '%' && i + 1 < launch.size() && launch[i + 1] == 'n') {
-			cmd += node;
-			i++;
-		} else {
-			cmd += launch[i];
-		}
-	}
-	cmd +=
-	    strprintf(" '%s' pair-rank --conf '%s' --rendezvous %s:%lld", exe, cfg.origin().c_str(),
-	              node.c_str(), static_cast<long long>(cfg.integer("PairPort")));
-	log_verbose("nccl_pair: %s", cmd.c_str());
-	FILE *f = popen(cmd.c_str(), "r");
-	if (!f)
-		return Status::Error(strprintf("popen: %s", strerror(errno)));
+	// Split into words (never a shell: node names and paths are data).
+	auto argv = split_command(cfg.str("PairLaunchCommand"), [&](char c, std::string *v) {
+		if (c != 'n' && c != 'p')
+			return false;
+		*v = c == 'n' ? node : peer;
+		return true;
+	});
+	if (!argv.ok())
+		return Status::Error("PairLaunchCommand: " + argv.status().message());
+	std::vector<std::string> cmd = argv.value();
+	cmd.insert(cmd.end(), {exe, "pair-rank", "--conf", cfg.origin(), "--rendezvous",
+	                       strprintf("%s:%lld", node.c_str(),
+	                                 static_cast<long long>(cfg.integer("PairPort")))});
+	log_verbose("nccl_pair: %s", argv_str(cmd).c_str());
 	PairObs obs;
-	std::string line;
-	char buf[4096];
-	while (fgets(buf, sizeof buf, f)) {
-		line = buf;
+	ProcOptions opt;
+	opt.separate_stderr = true;
+	opt.on_line = [&obs](const std::string &line) {
 		auto j = json_parse(line, "pair-rank output");
 		if (!j.ok() || !json_is_object(j->get()))
-			continue;
+			return;
 		JsonReader r("pair-rank output");
 		if (r.integer_or(j->get(), "", "rank", -1) != 0)
-			continue;
+			return;
 		obs.measured = r.boolean_or(j->get(), "", "measured", false);
 		obs.busbw_gbs = r.num_or(j->get(), "", "busbw_gbs", 0);
 		obs.wrong = static_cast<uint64_t>(r.integer_or(j->get(), "", "wrong", 0));
@@ -314,11 +308,14 @@ Result<PairObs> run_pair_launch(const Config &cfg, const std::string &node, cons
 			const json_t *v;
 			json_array_foreach(a, i, v) obs.samples.push_back(json_number_value(v));
 		}
-	}
-	int status = pclose(f);
+	};
+	ProcResult res = run_argv(cmd, opt);
+	if (!res.err.empty()) // the launcher's own messages, as before
+		fprintf(stderr, "%s\n", res.err.c_str());
+	if (res.rc < 0)
+		return Status::Error("PairLaunchCommand: " + res.out);
 	if (!obs.measured && obs.why.empty())
-		obs.why = strprintf("pair launch exited with status %d and gave no result",
-		                    WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+		obs.why = strprintf("pair launch exited with status %d and gave no result", res.rc);
 	return obs;
 }
 

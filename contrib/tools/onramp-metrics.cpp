@@ -39,6 +39,7 @@
 #include "hostlist.hpp"
 #include "log.hpp"
 #include "metrics/exposition.hpp"
+#include "migrate/journal.hpp"
 #include "rewire/window.hpp"
 
 using namespace onramp;
@@ -421,28 +422,23 @@ void collect_migrations(Exposition &e, const Config &cfg)
 	std::string path = cfg.str("StateDir") + "/migrate.db";
 	if (access(path.c_str(), R_OK) != 0)
 		return;
-	sqlite3 *db = nullptr;
-	if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
-		e.read_error("journal", path + ": " + (db ? sqlite3_errmsg(db) : "cannot open"));
-		sqlite3_close(db);
+	auto jr = migrate::Journal::open_read_only(path);
+	auto counts = jr.ok() ? jr.value()->count_by_state()
+	                      : Result<std::map<std::string, int64_t>>(jr.status());
+	auto spans = jr.ok() ? jr.value()->spans()
+	                     : Result<std::vector<migrate::Journal::Span>>(jr.status());
+	if (!counts.ok() || !spans.ok()) {
+		e.read_error("journal", (counts.ok() ? spans.status() : counts.status()).message());
 		return;
 	}
-	sqlite3_busy_timeout(db, 2000);
-	query(e, db, "SELECT state, COUNT(*) FROM migrations GROUP BY 1", [&](sqlite3_stmt *st) {
-		e.sample("onramp_migrations", {{"state", col(st, 0)}},
-		         sqlite3_column_double(st, 1));
-	});
-	query(e, db,
-	      "SELECT m.id, m.job, m.state, (MAX(ev.time_ms) - MIN(ev.time_ms)) / 1000.0 FROM "
-	      "migrations m JOIN events ev ON ev.migration = m.id GROUP BY m.id",
-	      [&](sqlite3_stmt *st) {
-		      e.sample("onramp_migration_duration_seconds",
-		               {{"migration", col(st, 0)},
-		                {"job_id", col(st, 1)},
-		                {"state", col(st, 2)}},
-		               sqlite3_column_double(st, 3));
-	      });
-	sqlite3_close(db);
+	for (const auto &c : counts.value())
+		e.sample("onramp_migrations", {{"state", c.first}}, static_cast<double>(c.second));
+	for (const auto &sp : spans.value())
+		e.sample("onramp_migration_duration_seconds",
+		         {{"migration", std::to_string(sp.id)},
+		          {"job_id", std::to_string(sp.job)},
+		          {"state", sp.state}},
+		         sp.seconds);
 }
 
 std::string controller_text(const Config &cfg, const std::string &textfile_dir)

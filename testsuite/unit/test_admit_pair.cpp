@@ -4,7 +4,9 @@
 // bad-peer profile.
 #include "unit.hpp"
 
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "admit/admission.hpp"
 #include "admit/pair.hpp"
@@ -161,6 +163,30 @@ static void cli_pair_exit_codes_and_record(void **)
 	assert_string_equal(rec->code.c_str(), "PAIR_BW_LOW");
 }
 
+// PairLaunchCommand is split into words and run without a shell: a peer
+// name with shell syntax reaches the launcher as one argument (with popen
+// of the joined string, ";touch ..." ran).
+static void pair_launch_runs_argv_not_a_shell(void **)
+{
+	std::string dir = unit_tmpdir();
+	std::string script = dir + "/launch.sh";
+	FILE *f = fopen(script.c_str(), "w");
+	assert_non_null(f);
+	fprintf(f, "#!/bin/sh\nprintf '{\"rank\":0,\"measured\":true,\"busbw_gbs\":7.5,"
+	           "\"why\":\"%%s\"}\\n' \"$1\"\n");
+	fclose(f);
+	assert_int_equal(chmod(script.c_str(), 0755), 0);
+	auto cfg = Config::parse("PairLaunchCommand=\"" + script + " %p\"\n", "t.conf");
+	assert_true(cfg.ok());
+	std::string peer = "n1;touch${IFS}" + dir + "/pwned";
+	auto obs = run_pair_launch(cfg.value(), "n0", peer);
+	assert_true(obs.ok());
+	assert_true(obs->measured);
+	assert_true(obs->busbw_gbs == 7.5);
+	assert_string_equal(obs->why.c_str(), peer.c_str());
+	assert_int_not_equal(access((dir + "/pwned").c_str(), F_OK), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -169,6 +195,7 @@ int main(void)
 	    cmocka_unit_test(single_failing_peer_is_inconclusive),
 	    cmocka_unit_test(sim_pairs_use_the_slower_profile),
 	    cmocka_unit_test(cli_pair_exit_codes_and_record),
+	    cmocka_unit_test(pair_launch_runs_argv_not_a_shell),
 	};
 	return cmocka_run_group_tests_name("admit_pair", tests, NULL, NULL);
 }

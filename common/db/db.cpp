@@ -1,0 +1,190 @@
+#include "db/db.hpp"
+
+#include <cstdlib>
+#include <sqlite3.h>
+
+#include "log.hpp"
+
+namespace onramp {
+namespace db {
+
+Result<std::unique_ptr<Db>> Db::open(const std::string &path, int busy_ms, bool read_only)
+{
+	sqlite3 *h = nullptr;
+	int flags = read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+	int rc = sqlite3_open_v2(path.c_str(), &h, flags | SQLITE_OPEN_FULLMUTEX, nullptr);
+	if (rc != SQLITE_OK) {
+		Status st = Status::Error(
+		    path + ": cannot open: " + (h ? sqlite3_errmsg(h) : sqlite3_errstr(rc)));
+		sqlite3_close(h);
+		return st;
+	}
+	std::unique_ptr<Db> db(new Db(h, path));
+	sqlite3_busy_timeout(h, busy_ms);
+	if (read_only)
+		return db;
+	Status st = db->exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;");
+	if (!st.ok())
+		return st;
+	return db;
+}
+
+Db::~Db()
+{
+	sqlite3_close(h_);
+}
+
+Status Db::error(const std::string &what) const
+{
+	return Status::Error(path_ + ": " + what + ": " + sqlite3_errmsg(h_));
+}
+
+Status Db::exec(const std::string &sql)
+{
+	char *err = nullptr;
+	if (sqlite3_exec(h_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+		Status s = Status::Error(path_ + ": " + (err ? err : "error"));
+		sqlite3_free(err);
+		return s;
+	}
+	return Status::Ok();
+}
+
+Result<Stmt> Db::prepare(const std::string &sql)
+{
+	sqlite3_stmt *s = nullptr;
+	if (sqlite3_prepare_v2(h_, sql.c_str(), -1, &s, nullptr) != SQLITE_OK)
+		return error("cannot prepare '" + sql + "'");
+	return Stmt(this, s, sql);
+}
+
+int64_t Db::last_insert_id() const
+{
+	return sqlite3_last_insert_rowid(h_);
+}
+
+Stmt::Stmt(Stmt &&o) noexcept
+    : db_(o.db_), s_(o.s_), sql_(std::move(o.sql_)), bind_error_(std::move(o.bind_error_)),
+      constraint_(o.constraint_), cols_(std::move(o.cols_))
+{
+	o.s_ = nullptr;
+}
+
+Stmt::~Stmt()
+{
+	sqlite3_finalize(s_);
+}
+
+Stmt &Stmt::bind(const char *name, int64_t v)
+{
+	int i = sqlite3_bind_parameter_index(s_, name);
+	if (i == 0)
+		bind_error_ = std::string("no parameter ") + name;
+	else
+		sqlite3_bind_int64(s_, i, v);
+	return *this;
+}
+
+Stmt &Stmt::bind(const char *name, const std::string &v)
+{
+	int i = sqlite3_bind_parameter_index(s_, name);
+	if (i == 0)
+		bind_error_ = std::string("no parameter ") + name;
+	else
+		sqlite3_bind_text(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+	return *this;
+}
+
+Result<bool> Stmt::step()
+{
+	constraint_ = false;
+	if (!bind_error_.empty())
+		return Status::Error(db_->path() + ": '" + sql_ + "': " + bind_error_);
+	int rc = sqlite3_step(s_);
+	if (rc == SQLITE_ROW)
+		return true;
+	if (rc == SQLITE_DONE)
+		return false;
+	constraint_ = (rc & 0xff) == SQLITE_CONSTRAINT;
+	Status st = db_->error("'" + sql_ + "'");
+	sqlite3_reset(s_);
+	return st;
+}
+
+Status Stmt::each(const std::function<void(const Stmt &)> &row)
+{
+	for (;;) {
+		auto r = step();
+		if (!r.ok())
+			return r.status();
+		if (!r.value())
+			return Status::Ok();
+		row(*this);
+	}
+}
+
+Status Stmt::run()
+{
+	return each([](const Stmt &) {});
+}
+
+int Stmt::column(const char *col) const
+{
+	if (cols_.empty())
+		for (int i = 0; i < sqlite3_column_count(s_); i++)
+			cols_[sqlite3_column_name(s_, i)] = i;
+	auto it = cols_.find(col);
+	return it == cols_.end() ? -1 : it->second;
+}
+
+bool Stmt::has_column(const char *col) const
+{
+	return column(col) >= 0;
+}
+
+int64_t Stmt::i64(const char *col) const
+{
+	int i = column(col);
+	if (i < 0) {
+		log_error("%s: no column '%s' in '%s'", db_->path().c_str(), col, sql_.c_str());
+		abort();
+	}
+	return sqlite3_column_int64(s_, i);
+}
+
+std::string Stmt::text(const char *col) const
+{
+	int i = column(col);
+	if (i < 0) {
+		log_error("%s: no column '%s' in '%s'", db_->path().c_str(), col, sql_.c_str());
+		abort();
+	}
+	const unsigned char *t = sqlite3_column_text(s_, i);
+	return t ? std::string(reinterpret_cast<const char *>(t),
+	                       static_cast<size_t>(sqlite3_column_bytes(s_, i)))
+	         : std::string();
+}
+
+Transaction::Transaction(Db &db) : db_(db)
+{
+	begun_ = db_.exec("BEGIN IMMEDIATE");
+}
+
+Transaction::~Transaction()
+{
+	if (begun_.ok() && !done_)
+		(void)db_.exec("ROLLBACK");
+}
+
+Status Transaction::commit()
+{
+	if (!begun_.ok())
+		return begun_;
+	Status st = db_.exec("COMMIT");
+	if (st.ok())
+		done_ = true;
+	return st;
+}
+
+} // namespace db
+} // namespace onramp

@@ -1,0 +1,117 @@
+// The one SQLite layer under every journal (migration, campaign): a
+// database opened with WAL, synchronous=FULL and a busy timeout; prepared
+// statements with typed binds by parameter name; rows read by column name;
+// RAII transactions. Every error is a Status that names the database file.
+// Never linked into a Slurm plugin (nothing here may run under
+// slurmctld's locks).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "status.hpp"
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace onramp {
+namespace db {
+
+class Stmt;
+
+class Db {
+public:
+	// Open (creating it when absent) the database at path: WAL,
+	// synchronous=FULL, busy timeout busy_ms. Read-only: an existing
+	// database, nothing written (a reader such as onramp-metrics).
+	static Result<std::unique_ptr<Db>> open(const std::string &path, int busy_ms = 10000,
+	                                        bool read_only = false);
+	~Db();
+	Db(const Db &) = delete;
+	Db &operator=(const Db &) = delete;
+
+	// Run SQL text (several statements; no parameters, no rows).
+	Status exec(const std::string &sql);
+	// A prepared statement; error when sql does not compile.
+	Result<Stmt> prepare(const std::string &sql);
+	int64_t last_insert_id() const;
+	const std::string &path() const { return path_; }
+	// "PATH: what: sqlite's message".
+	Status error(const std::string &what) const;
+
+private:
+	Db(sqlite3 *h, std::string path) : h_(h), path_(std::move(path)) {}
+	friend class Stmt;
+	sqlite3 *h_;
+	std::string path_;
+};
+
+// A prepared statement. Parameters are named in the SQL (":job") and bound
+// by that name; a name the statement lacks is an error at step(). Columns
+// of a row are read by their name (as the SELECT spells them).
+class Stmt {
+public:
+	Stmt(Stmt &&o) noexcept;
+	Stmt &operator=(Stmt &&) = delete;
+	Stmt(const Stmt &) = delete;
+	~Stmt();
+
+	Stmt &bind(const char *name, int64_t v);
+	Stmt &bind(const char *name, const std::string &v);
+	Stmt &bind(const char *name, const char *v) { return bind(name, std::string(v)); }
+	Stmt &bind(const char *name, bool v) { return bind(name, static_cast<int64_t>(v)); }
+	Stmt &bind(const char *name, int v) { return bind(name, static_cast<int64_t>(v)); }
+	Stmt &bind(const char *name, uint32_t v) { return bind(name, static_cast<int64_t>(v)); }
+
+	// true: a row is ready; false: done. An error names the database.
+	Result<bool> step();
+	// Run to the end (a statement that returns no rows).
+	Status run();
+	// Step through every row, calling row(*this) for each.
+	Status each(const std::function<void(const Stmt &)> &row);
+	// Whether the last step() failed on a constraint (UNIQUE, NOT NULL...).
+	bool constraint_failed() const { return constraint_; }
+
+	// The current row's column by name. REQUIRES: step() returned true and
+	// the statement has that column (else a programming error: aborts).
+	int64_t i64(const char *col) const;
+	std::string text(const char *col) const;
+	bool has_column(const char *col) const;
+
+private:
+	Stmt(const Db *db, sqlite3_stmt *s, std::string sql) : db_(db), s_(s), sql_(std::move(sql))
+	{}
+	friend class Db;
+	int column(const char *col) const;
+	const Db *db_;
+	sqlite3_stmt *s_;
+	std::string sql_;
+	std::string bind_error_;
+	bool constraint_ = false;
+	mutable std::map<std::string, int> cols_;
+};
+
+// BEGIN IMMEDIATE on construction; ROLLBACK on destruction unless commit()
+// succeeded. Every multi-statement journal step runs inside one.
+class Transaction {
+public:
+	explicit Transaction(Db &db);
+	~Transaction();
+	Transaction(const Transaction &) = delete;
+	Transaction &operator=(const Transaction &) = delete;
+	// Whether BEGIN succeeded (else every statement runs outside it: the
+	// caller must stop).
+	const Status &status() const { return begun_; }
+	Status commit();
+
+private:
+	Db &db_;
+	Status begun_;
+	bool done_ = false;
+};
+
+} // namespace db
+} // namespace onramp

@@ -1,0 +1,224 @@
+#include "slurm/client.hpp"
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <dirent.h>
+#include <signal.h>
+#include <thread>
+#include <unistd.h>
+
+#include "atomic_file.hpp"
+#include "log.hpp"
+
+namespace onramp {
+namespace slurm {
+
+const char *const kReasonPrefix = "onramp:";
+
+bool Job::finished() const
+{
+	static const char *const kEnded[] = {"COMPLETED", "FAILED",    "CANCELLED",
+	                                     "TIMEOUT",   "NODE_FAIL", "PREEMPTED",
+	                                     "BOOT_FAIL", "DEADLINE",  "OUT_OF_MEMORY"};
+	for (const char *e : kEnded)
+		if (state == e)
+			return true;
+	return false;
+}
+
+namespace {
+std::unique_ptr<SlurmClient> &default_slot()
+{
+	static std::unique_ptr<SlurmClient> c;
+	return c;
+}
+} // namespace
+
+SlurmClient &default_client()
+{
+	auto &c = default_slot();
+	if (!c)
+		c = libslurm_client();
+	return *c;
+}
+
+void set_default_client(std::unique_ptr<SlurmClient> c)
+{
+	default_slot() = std::move(c);
+}
+
+bool retry_while_unreachable(const Backoff &b, const std::function<bool()> &attempt,
+                             const char *what)
+{
+	if (attempt())
+		return true;
+	auto sleep = b.sleep ? b.sleep : [](double s) {
+		std::this_thread::sleep_for(
+		    std::chrono::milliseconds(static_cast<int64_t>(s * 1000)));
+	};
+	log_warn("slurmctld does not answer (%s); retrying for up to %.0fs", what, b.timeout_s);
+	double waited = 0, wait = b.first_s;
+	while (waited < b.timeout_s) {
+		sleep(wait);
+		waited += wait;
+		wait = std::min(wait * 2, b.max_s);
+		if (attempt()) {
+			log_info("slurmctld answers again (%s)", what);
+			return true;
+		}
+	}
+	log_error("slurmctld did not answer %s within %.0fs", what, b.timeout_s);
+	return false;
+}
+
+bool is_admin(SlurmClient &c, uid_t uid)
+{
+	if (uid == 0)
+		return true;
+	auto su = c.slurm_user_uid();
+	if (!su.ok()) {
+		log_warn("%s", su.status().message().c_str());
+		return false;
+	}
+	return su.value() == uid;
+}
+
+Status drain_node(SlurmClient &c, const std::string &node, const std::string &reason, bool *kept)
+{
+	if (kept)
+		*kept = false;
+	if (!has_prefix(reason, kReasonPrefix))
+		return Status::Error("drain reason '" + reason + "' does not start with " +
+		                     kReasonPrefix);
+	auto cur = c.node(node);
+	if (cur.ok() && !cur.value())
+		return Status::Error("unknown node " + node);
+	if (cur.ok() && !cur.value()->reason.empty() &&
+	    !has_prefix(cur.value()->reason, kReasonPrefix)) {
+		log_info("node %s: keeping the admin's reason '%s' (not writing '%s')",
+		         node.c_str(), cur.value()->reason.c_str(), reason.c_str());
+		if (kept)
+			*kept = true;
+		return Status::Ok();
+	}
+	if (!cur.ok())
+		log_warn("%s; draining anyway", cur.status().message().c_str());
+	return c.set_drain(node, reason);
+}
+
+Status resume_node(SlurmClient &c, const std::string &node, const std::string &prefix, bool *left)
+{
+	if (left)
+		*left = false;
+	if (!has_prefix(prefix, kReasonPrefix))
+		return Status::Error("reason prefix '" + prefix + "' is not onramp's");
+	auto cur = c.node(node);
+	if (!cur.ok())
+		return cur.status();
+	if (!cur.value())
+		return Status::Error("unknown node " + node);
+	if (!has_prefix(cur.value()->reason, prefix)) {
+		log_info("node %s: reason '%s' is not %s...; left as is", node.c_str(),
+		         cur.value()->reason.c_str(), prefix.c_str());
+		if (left)
+			*left = true;
+		return Status::Ok();
+	}
+	return c.set_resume(node);
+}
+
+Status set_active_feature(SlurmClient &c, const std::string &node, const std::string &feature,
+                          bool active)
+{
+	auto n = c.node(node);
+	if (!n.ok())
+		return n.status();
+	if (!n.value())
+		return Status::Error("unknown node " + node);
+	const std::string &cur = n.value()->features_active;
+	std::string out;
+	bool present = false;
+	for (size_t p = 0; p < cur.size();) {
+		size_t comma = cur.find(',', p);
+		std::string f =
+		    cur.substr(p, comma == std::string::npos ? std::string::npos : comma - p);
+		p = comma == std::string::npos ? cur.size() : comma + 1;
+		if (f.empty())
+			continue;
+		if (f == feature) {
+			present = true;
+			if (!active)
+				continue;
+		}
+		out += (out.empty() ? "" : ",") + f;
+	}
+	if (present == active)
+		return Status::Ok();
+	if (active)
+		out += (out.empty() ? "" : ",") + feature;
+	return c.set_features_active(node, out);
+}
+
+} // namespace slurm
+
+Result<std::string> node_reason(const std::string &node)
+{
+	auto n = slurm::default_client().node(node);
+	if (!n.ok())
+		return n.status();
+	if (!n.value())
+		return Status::Error("unknown node " + node);
+	return n.value()->reason;
+}
+
+Status drain_node(const std::string &node, const std::string &reason, bool *kept)
+{
+	return slurm::drain_node(slurm::default_client(), node, reason, kept);
+}
+
+Status set_active_feature(const std::string &node, const std::string &feature, bool active)
+{
+	return slurm::set_active_feature(slurm::default_client(), node, feature, active);
+}
+
+Status reregister_slurmd(const std::string &node)
+{
+	DIR *d = opendir("/proc");
+	if (!d)
+		return Status::Error("cannot read /proc");
+	std::vector<pid_t> any, named;
+	while (struct dirent *e = readdir(d)) {
+		char *end;
+		long pid = strtol(e->d_name, &end, 10);
+		if (*end || pid <= 0)
+			continue;
+		auto cmd = read_file(std::string("/proc/") + e->d_name + "/cmdline", 1 << 16);
+		if (!cmd.ok() || cmd->empty())
+			continue;
+		std::vector<std::string> argv;
+		for (size_t p = 0; p < cmd->size();) {
+			size_t z = cmd->find('\0', p);
+			argv.push_back(
+			    cmd->substr(p, z == std::string::npos ? std::string::npos : z - p));
+			p = (z == std::string::npos) ? cmd->size() : z + 1;
+		}
+		std::string exe = argv[0].substr(argv[0].rfind('/') + 1);
+		if (exe != "slurmd")
+			continue;
+		any.push_back(static_cast<pid_t>(pid));
+		for (size_t i = 0; i + 1 < argv.size(); i++)
+			if (argv[i] == "-N" && argv[i + 1] == node)
+				named.push_back(static_cast<pid_t>(pid));
+	}
+	closedir(d);
+	pid_t target = !named.empty() ? named[0] : (any.size() == 1 ? any[0] : 0);
+	if (!target)
+		return Status::Error("no slurmd for node " + node + " on this host");
+	if (kill(target, SIGHUP) != 0)
+		return Status::Error(
+		    strprintf("cannot signal slurmd %d: %s", (int)target, strerror(errno)));
+	return Status::Ok();
+}
+
+} // namespace onramp

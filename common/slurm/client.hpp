@@ -1,0 +1,162 @@
+// The one way onramp talks to Slurm from outside the daemons (tools,
+// prolog, epilog, onramp-admit, flow drivers): jobs, nodes, topology,
+// drain/resume under onramp's reason prefix, retry while slurmctld does not
+// answer. libslurm's public API (<slurm/slurm.h>) wherever it has the call;
+// every field a user can write (comment, job name, paths) arrives as a
+// field, never as text to parse. Never linked into a plugin: an RPC from
+// inside slurmctld deadlocks it (testsuite/integration/build.bats checks
+// the plugins' imports).
+//
+// SlurmClient is an interface: libslurm_client() is the real one, FakeSlurm
+// (common/slurm/fake.hpp, unit tests only) a simulated cluster.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+#include "status.hpp"
+
+namespace onramp {
+namespace slurm {
+
+// Every node reason onramp writes starts with it ("onramp:<CODE>: detail");
+// a reason without it is an admin's and is never overwritten or cleared.
+extern const char *const kReasonPrefix; // "onramp:"
+
+// A job as slurmctld holds it (slurm_load_job): structured fields only.
+struct Job {
+	uint32_t id = 0;
+	// Base state as Slurm names it: "PENDING", "RUNNING", "COMPLETED"...
+	std::string state;
+	std::string nodes; // hostlist expression, "" when none
+	std::string name, comment, admin_comment, features, work_dir, std_out, std_err;
+	uint32_t restarts = 0;
+	bool requeue = false; // may be requeued (--requeue)
+	bool batch = false;   // a batch job
+	uid_t uid = 0;
+	uint32_t array_job_id = 0;  // 0 when not an array task
+	uint32_t array_task_id = 0; // valid when array_job_id != 0
+	bool running() const { return state == "RUNNING" || state == "CONFIGURING"; }
+	bool pending() const { return state == "PENDING"; }
+	// Ended (completed, failed, cancelled, timed out...).
+	bool finished() const;
+};
+
+struct Node {
+	std::string name;
+	std::string reason; // "" when none
+	bool drain = false; // the DRAIN flag is set
+	std::string features_active, features_available;
+};
+
+// What update_job changes; unset fields stay as they are.
+struct JobUpdate {
+	std::optional<std::string> admin_comment;
+	std::optional<std::string> features;  // "" clears
+	std::optional<std::string> exc_nodes; // hostlist expression
+	std::optional<uint32_t> req_switch;   // at most this many leaf switches
+	std::optional<uint32_t> wait4switch;  // seconds to wait for them
+};
+
+// Whom a signal reaches: job steps only (scancel --signal), the batch
+// shell only (--batch), or the batch shell and all steps (--full).
+enum class SignalScope { Steps, Batch, Full };
+
+class SlurmClient {
+public:
+	virtual ~SlurmClient() = default;
+	// The job, std::nullopt when slurmctld does not know it (purged or
+	// never existed); error when slurmctld cannot be asked.
+	virtual Result<std::optional<Job>> job(uint32_t id) = 0;
+	// Every job slurmctld holds.
+	virtual Result<std::vector<Job>> jobs() = 0;
+	virtual Result<std::optional<Node>> node(const std::string &name) = 0;
+	virtual Result<std::vector<Node>> nodes() = 0;
+	virtual Status update_job(uint32_t id, const JobUpdate &u) = 0;
+	// Hold (priority 0) / release a pending job.
+	virtual Status hold(uint32_t id) = 0;
+	virtual Status release(uint32_t id) = 0;
+	// Requeue a running batch job and hold it (scontrol requeuehold).
+	virtual Status requeue_hold(uint32_t id) = 0;
+	virtual Status signal_job(uint32_t id, int sig, SignalScope scope) = 0;
+	// Set DRAIN with reason / clear it (RESUME). Low level: use drain_node()
+	// and resume_node(), which never touch an admin's reason.
+	virtual Status set_drain(const std::string &node, const std::string &reason) = 0;
+	virtual Status set_resume(const std::string &node) = 0;
+	virtual Status set_features_active(const std::string &node,
+	                                   const std::string &features) = 0;
+	// Leaf switch (topology level 0) of each node; empty without a tree
+	// topology.
+	virtual Result<std::map<std::string, std::string>> node_leaves() = 0;
+	// SlurmUser's uid (slurm_load_ctl_conf).
+	virtual Result<uid_t> slurm_user_uid() = 0;
+};
+
+// The real client. Each call that cannot reach slurmctld (libslurm's
+// communication errors, a controller in standby) is retried with backoff
+// (0.5 s doubling up to 5 s) for up to ctld_timeout_s (MigrateCtldTimeout),
+// so a restart or failover of slurmctld only delays the caller.
+std::unique_ptr<SlurmClient> libslurm_client(double ctld_timeout_s = 600);
+
+// The process's client (a libslurm client with the default timeout, made
+// on first use) unless set_default_client() replaced it (tests).
+SlurmClient &default_client();
+void set_default_client(std::unique_ptr<SlurmClient> c);
+
+// Call attempt until it reports that slurmctld answered (true) or
+// timeout_s has passed; between attempts sleep first_s doubling up to
+// max_s (through sleep, so a fake clock can stand in). Returns whether
+// slurmctld answered at last.
+struct Backoff {
+	double timeout_s = 600, first_s = 0.5, max_s = 5;
+	std::function<void(double)> sleep; // default: really sleep
+};
+bool retry_while_unreachable(const Backoff &b, const std::function<bool()> &attempt,
+                             const char *what);
+
+// ---- over any client
+
+// uid 0, or SlurmUser's uid (from Slurm's configuration).
+bool is_admin(SlurmClient &c, uid_t uid);
+
+// Drain node with reason (which must start with kReasonPrefix) unless it
+// carries a reason onramp did not write: an admin's reason is never
+// overwritten (*kept set, Ok returned). A node whose state cannot be read
+// is drained (fails closed).
+Status drain_node(SlurmClient &c, const std::string &node, const std::string &reason,
+                  bool *kept = nullptr);
+// Resume node only while its reason starts with prefix (itself starting
+// with kReasonPrefix): a reason onramp did not write, or another flow's,
+// is left alone (*left set, Ok returned).
+Status resume_node(SlurmClient &c, const std::string &node, const std::string &prefix,
+                   bool *left = nullptr);
+// Make node's active features carry feature or not.
+Status set_active_feature(SlurmClient &c, const std::string &node, const std::string &feature,
+                          bool active);
+
+// Whether text starts with prefix.
+inline bool has_prefix(const std::string &text, const std::string &prefix)
+{
+	return text.compare(0, prefix.size(), prefix) == 0;
+}
+
+} // namespace slurm
+
+// The API of the former common/slurm_client.hpp (prolog, epilog,
+// onramp-admit), on slurm::default_client().
+Result<std::string> node_reason(const std::string &node);
+Status drain_node(const std::string &node, const std::string &reason, bool *kept = nullptr);
+Status set_active_feature(const std::string &node, const std::string &feature, bool active);
+// Ask node's slurmd on this host to re-register (SIGHUP: it re-reads its
+// configuration and reports its features again, so node_features/onramp's
+// view of the admission record reaches slurmctld). With several slurmds on
+// one host (multiple-slurmd) the one started with "-N node" is chosen.
+Status reregister_slurmd(const std::string &node);
+
+} // namespace onramp

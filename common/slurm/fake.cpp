@@ -1,0 +1,307 @@
+#include "slurm/fake.hpp"
+
+#include <algorithm>
+
+#include "hostlist.hpp"
+#include "log.hpp"
+
+namespace onramp {
+namespace slurm {
+
+namespace {
+const char *scope_name(SignalScope s)
+{
+	return s == SignalScope::Batch ? "batch" : s == SignalScope::Full ? "full" : "steps";
+}
+std::set<std::string> expand_set(const std::string &hl)
+{
+	std::set<std::string> out;
+	auto r = hostlist_expand(hl);
+	if (r.ok())
+		out.insert(r->begin(), r->end());
+	return out;
+}
+bool has_feature(const std::string &list, const std::string &f)
+{
+	return ("," + list + ",").find("," + f + ",") != std::string::npos;
+}
+} // namespace
+
+FakeSlurm::FakeJob &FakeSlurm::add_job(uint32_t id, const std::string &nodes,
+                                       const std::string &comment)
+{
+	FakeJob &j = jobs_[id];
+	j.job.id = id;
+	j.job.state = "RUNNING";
+	j.job.nodes = nodes;
+	j.job.comment = comment;
+	j.job.requeue = true;
+	j.job.batch = true;
+	j.job.uid = 1000;
+	j.num_nodes = static_cast<int>(expand_set(nodes).size());
+	return j;
+}
+
+void FakeSlurm::add_node(const std::string &name, const std::string &features,
+                         const std::string &leaf)
+{
+	Node &n = nodes_[name];
+	n.name = name;
+	n.features_active = n.features_available = features;
+	if (!leaf.empty())
+		leaves_[name] = leaf;
+}
+
+bool FakeSlurm::answer(const char *what, Status *st)
+{
+	Backoff b;
+	b.timeout_s = ctld_timeout_s;
+	b.sleep = [this](double s) { waited_s += s; };
+	bool up = retry_while_unreachable(
+	    b,
+	    [this] {
+		    if (down_forever)
+			    return false;
+		    if (down_calls > 0) {
+			    down_calls--;
+			    return false;
+		    }
+		    return true;
+	    },
+	    what);
+	if (!up)
+		*st = Status::Error(std::string(what) + ": Unable to contact slurm controller");
+	return up;
+}
+
+Result<std::optional<Job>> FakeSlurm::job(uint32_t id)
+{
+	Status st;
+	if (!answer("slurm_load_job", &st))
+		return st;
+	auto it = jobs_.find(id);
+	if (it == jobs_.end())
+		return std::optional<Job>();
+	return std::optional<Job>(it->second.job);
+}
+
+Result<std::vector<Job>> FakeSlurm::jobs()
+{
+	Status st;
+	if (!answer("slurm_load_jobs", &st))
+		return st;
+	std::vector<Job> out;
+	for (const auto &j : jobs_)
+		out.push_back(j.second.job);
+	return out;
+}
+
+Result<std::optional<Node>> FakeSlurm::node(const std::string &name)
+{
+	Status st;
+	if (!answer("slurm_load_node", &st))
+		return st;
+	auto it = nodes_.find(name);
+	if (it == nodes_.end())
+		return std::optional<Node>();
+	return std::optional<Node>(it->second);
+}
+
+Result<std::vector<Node>> FakeSlurm::nodes()
+{
+	Status st;
+	if (!answer("slurm_load_node", &st))
+		return st;
+	std::vector<Node> out;
+	for (const auto &n : nodes_)
+		out.push_back(n.second);
+	return out;
+}
+
+Status FakeSlurm::update_job(uint32_t id, const JobUpdate &u)
+{
+	Status st;
+	if (!answer("slurm_update_job", &st))
+		return st;
+	auto it = jobs_.find(id);
+	if (it == jobs_.end())
+		return Status::Error(
+		    strprintf("cannot update job %u: Invalid job id specified", id));
+	FakeJob &j = it->second;
+	std::string what = strprintf("update %u", id);
+	if (u.admin_comment) {
+		j.job.admin_comment = *u.admin_comment;
+		what += " admin_comment=" + *u.admin_comment;
+	}
+	if (u.features || u.exc_nodes || u.req_switch) {
+		if (!j.job.pending())
+			return Status::Error(strprintf("cannot update job %u: Job is no longer "
+			                               "pending execution",
+			                               id));
+		if (u.features) {
+			j.job.features = *u.features;
+			what += " features=" + *u.features;
+		}
+		if (u.exc_nodes) {
+			j.exc_nodes = *u.exc_nodes;
+			what += " exc_nodes=" + *u.exc_nodes;
+		}
+		if (u.req_switch)
+			j.req_switch = *u.req_switch;
+		if (u.wait4switch)
+			j.wait4switch = *u.wait4switch;
+	}
+	actions.push_back(what);
+	return Status::Ok();
+}
+
+Status FakeSlurm::hold(uint32_t id)
+{
+	Status st;
+	if (!answer("slurm_update_job", &st))
+		return st;
+	auto it = jobs_.find(id);
+	if (it == jobs_.end() || !it->second.job.pending())
+		return Status::Error(strprintf("cannot hold job %u: Job is no longer pending", id));
+	it->second.held = true;
+	actions.push_back(strprintf("hold %u", id));
+	return Status::Ok();
+}
+
+void FakeSlurm::start(FakeJob &j)
+{
+	// The first num_nodes nodes with the features, not excluded, not
+	// drained.
+	auto exc = expand_set(j.exc_nodes);
+	std::vector<std::string> pick;
+	for (const auto &n : nodes_) {
+		if ((int)pick.size() == j.num_nodes)
+			break;
+		if (exc.count(n.first) || n.second.drain)
+			continue;
+		if (!j.job.features.empty() &&
+		    !has_feature(n.second.features_active, j.job.features))
+			continue;
+		pick.push_back(n.first);
+	}
+	if ((int)pick.size() < j.num_nodes)
+		return; // stays pending
+	j.job.nodes = hostlist_compress(pick);
+	j.job.state = "RUNNING";
+	if (on_start)
+		on_start(j);
+}
+
+Status FakeSlurm::release(uint32_t id)
+{
+	Status st;
+	if (!answer("slurm_update_job", &st))
+		return st;
+	auto it = jobs_.find(id);
+	if (it == jobs_.end())
+		return Status::Error(strprintf("cannot release job %u: Invalid job id", id));
+	actions.push_back(strprintf("release %u", id));
+	if (!it->second.held)
+		return Status::Error(strprintf("cannot release job %u: Job is not held", id));
+	it->second.held = false;
+	if (it->second.job.pending())
+		start(it->second);
+	return Status::Ok();
+}
+
+Status FakeSlurm::requeue_hold(uint32_t id)
+{
+	Status st;
+	if (!answer("slurm_requeue", &st))
+		return st;
+	auto it = jobs_.find(id);
+	if (it == jobs_.end() || !it->second.job.running())
+		return Status::Error(strprintf("cannot requeue job %u held: Job is pending or "
+		                               "finished",
+		                               id));
+	FakeJob &j = it->second;
+	j.job.state = "PENDING";
+	j.job.nodes.clear();
+	j.job.restarts++;
+	j.held = true;
+	actions.push_back(strprintf("requeuehold %u", id));
+	return Status::Ok();
+}
+
+Status FakeSlurm::signal_job(uint32_t id, int sig, SignalScope scope)
+{
+	Status st;
+	if (!answer("slurm_kill_job", &st))
+		return st;
+	auto it = jobs_.find(id);
+	if (it == jobs_.end() || !it->second.job.running())
+		return Status::Error(
+		    strprintf("cannot signal job %u: Job/step already completing or "
+		              "completed",
+		              id));
+	actions.push_back(strprintf("signal %u %d %s", id, sig, scope_name(scope)));
+	if (on_signal)
+		on_signal(it->second, sig);
+	return Status::Ok();
+}
+
+Status FakeSlurm::set_drain(const std::string &node, const std::string &reason)
+{
+	Status st;
+	if (!answer("slurm_update_node", &st))
+		return st;
+	auto it = nodes_.find(node);
+	if (it == nodes_.end())
+		return Status::Error("cannot drain node " + node + ": Invalid node name specified");
+	it->second.drain = true;
+	it->second.reason = reason;
+	actions.push_back("drain " + node);
+	return Status::Ok();
+}
+
+Status FakeSlurm::set_resume(const std::string &node)
+{
+	Status st;
+	if (!answer("slurm_update_node", &st))
+		return st;
+	auto it = nodes_.find(node);
+	if (it == nodes_.end())
+		return Status::Error("cannot resume node " + node +
+		                     ": Invalid node name specified");
+	it->second.drain = false;
+	it->second.reason.clear();
+	actions.push_back("resume " + node);
+	return Status::Ok();
+}
+
+Status FakeSlurm::set_features_active(const std::string &node, const std::string &features)
+{
+	Status st;
+	if (!answer("slurm_update_node", &st))
+		return st;
+	auto it = nodes_.find(node);
+	if (it == nodes_.end())
+		return Status::Error("unknown node " + node);
+	it->second.features_active = features;
+	actions.push_back("features " + node + " " + features);
+	return Status::Ok();
+}
+
+Result<std::map<std::string, std::string>> FakeSlurm::node_leaves()
+{
+	Status st;
+	if (!answer("slurm_load_topo", &st))
+		return st;
+	return leaves_;
+}
+
+Result<uid_t> FakeSlurm::slurm_user_uid()
+{
+	Status st;
+	if (!answer("slurm_load_ctl_conf", &st))
+		return st;
+	return slurm_user;
+}
+
+} // namespace slurm
+} // namespace onramp

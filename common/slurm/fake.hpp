@@ -1,0 +1,75 @@
+// FakeSlurm: a SlurmClient over an in-memory cluster, for unit tests only
+// (never in a shipped program). Jobs and nodes are plain structs the test
+// sets up; update/hold/release/requeue/signal/drain change them the way
+// slurmctld would; hooks let a test act as the job (write a checkpoint when
+// signalled, resume when started). slurmctld "down" is simulated per call.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "slurm/client.hpp"
+
+namespace onramp {
+namespace slurm {
+
+class FakeSlurm : public SlurmClient {
+public:
+	struct FakeJob {
+		Job job;
+		bool held = false;
+		std::string exc_nodes;
+		uint32_t req_switch = 0, wait4switch = 0;
+		int num_nodes = 1;
+	};
+	std::map<uint32_t, FakeJob> jobs_;
+	std::map<std::string, Node> nodes_;
+	std::map<std::string, std::string> leaves_;
+	uid_t slurm_user = 64030;
+
+	// The next down_calls calls find slurmctld down (each is retried through
+	// retry_while_unreachable with a sleep that only adds to waited_s);
+	// down_forever: every call, until cleared.
+	int down_calls = 0;
+	bool down_forever = false;
+	double ctld_timeout_s = 600;
+	double waited_s = 0;
+
+	// Every call that changed something: "drain node1", "signal 7 12 batch"...
+	std::vector<std::string> actions;
+
+	// The job got a signal / was started (after a release) on nodes.
+	std::function<void(FakeJob &, int sig)> on_signal;
+	std::function<void(FakeJob &)> on_start;
+
+	// A running batch job on nodes (a hostlist expression).
+	FakeJob &add_job(uint32_t id, const std::string &nodes, const std::string &comment);
+	void add_node(const std::string &name, const std::string &features,
+	              const std::string &leaf = "");
+
+	Result<std::optional<Job>> job(uint32_t id) override;
+	Result<std::vector<Job>> jobs() override;
+	Result<std::optional<Node>> node(const std::string &name) override;
+	Result<std::vector<Node>> nodes() override;
+	Status update_job(uint32_t id, const JobUpdate &u) override;
+	Status hold(uint32_t id) override;
+	Status release(uint32_t id) override;
+	Status requeue_hold(uint32_t id) override;
+	Status signal_job(uint32_t id, int sig, SignalScope scope) override;
+	Status set_drain(const std::string &node, const std::string &reason) override;
+	Status set_resume(const std::string &node) override;
+	Status set_features_active(const std::string &node, const std::string &features) override;
+	Result<std::map<std::string, std::string>> node_leaves() override;
+	Result<uid_t> slurm_user_uid() override;
+
+private:
+	// false (with *st set) when slurmctld stays down for this call.
+	bool answer(const char *what, Status *st);
+	void start(FakeJob &j);
+};
+
+} // namespace slurm
+} // namespace onramp

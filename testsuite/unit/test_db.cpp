@@ -1,0 +1,124 @@
+// common/db: WAL + synchronous=FULL, named binds, columns by name,
+// transactions that roll back unless committed, errors naming the file.
+#include "unit.hpp"
+
+#include "db/db.hpp"
+
+using namespace onramp;
+
+static std::unique_ptr<db::Db> fresh(std::string *path)
+{
+	*path = unit_tmpdir() + "/t.db";
+	auto d = db::Db::open(*path);
+	assert_true(d.ok());
+	assert_true(d.value()
+	                ->exec("CREATE TABLE t(id INTEGER PRIMARY KEY, name TEXT NOT NULL "
+	                       "UNIQUE, n INTEGER NOT NULL)")
+	                .ok());
+	return std::move(d.value());
+}
+
+static void test_pragmas(void **)
+{
+	std::string path;
+	auto d = fresh(&path);
+	auto s = d->prepare("PRAGMA journal_mode");
+	assert_true(s.ok());
+	assert_true(s->step().value());
+	assert_string_equal(s->text("journal_mode").c_str(), "wal");
+	auto f = d->prepare("PRAGMA synchronous");
+	assert_true(f->step().value());
+	assert_int_equal(f->i64("synchronous"), 2); // FULL
+}
+
+static void test_bind_and_read_by_name(void **)
+{
+	std::string path;
+	auto d = fresh(&path);
+	auto ins = d->prepare("INSERT INTO t(name, n) VALUES(:name, :n)");
+	assert_true(ins.ok());
+	// A value with quotes, a NUL-free newline and SQL text is data, not SQL.
+	std::string hostile = "x'); DROP TABLE t; --\nNodeList=node[1-8]";
+	assert_true(ins->bind(":name", hostile).bind(":n", int64_t(7)).run().ok());
+	assert_int_equal(d->last_insert_id(), 1);
+	auto q = d->prepare("SELECT n, name AS label FROM t WHERE n = :n");
+	q->bind(":n", 7);
+	assert_true(q->step().value());
+	assert_string_equal(q->text("label").c_str(), hostile.c_str());
+	assert_int_equal(q->i64("n"), 7);
+	assert_false(q->has_column("name"));
+	assert_false(q->step().value());
+}
+
+static void test_errors_name_the_file(void **)
+{
+	std::string path;
+	auto d = fresh(&path);
+	auto bad = d->prepare("SELEC nothing");
+	assert_false(bad.ok());
+	assert_contains(bad.status().message(), path.c_str());
+	auto ins = d->prepare("INSERT INTO t(name, n) VALUES(:name, :n)");
+	assert_true(ins->bind(":name", "a").bind(":n", 1).run().ok());
+	auto dup = d->prepare("INSERT INTO t(name, n) VALUES(:name, :n)");
+	Status st = dup->bind(":name", "a").bind(":n", 2).run();
+	assert_false(st.ok());
+	assert_true(dup->constraint_failed());
+	assert_contains(st.message(), path.c_str());
+	auto unknown = d->prepare("INSERT INTO t(name, n) VALUES(:name, :n)");
+	st = unknown->bind(":nmae", "b").bind(":n", 3).run();
+	assert_false(st.ok());
+	assert_contains(st.message(), "no parameter :nmae");
+	auto missing = db::Db::open("/nonexistent-dir/x.db");
+	assert_false(missing.ok());
+	assert_contains(missing.status().message(), "/nonexistent-dir/x.db");
+}
+
+static int64_t count(db::Db &d)
+{
+	auto q = d.prepare("SELECT count(*) AS c FROM t");
+	assert_true(q->step().value());
+	return q->i64("c");
+}
+
+static void test_transactions(void **)
+{
+	std::string path;
+	auto d = fresh(&path);
+	{
+		db::Transaction tx(*d);
+		assert_true(tx.status().ok());
+		auto ins = d->prepare("INSERT INTO t(name, n) VALUES('a', 1)");
+		assert_true(ins->run().ok());
+		// No commit: rolled back when tx goes.
+	}
+	assert_int_equal(count(*d), 0);
+	{
+		db::Transaction tx(*d);
+		assert_true(d->prepare("INSERT INTO t(name, n) VALUES('a', 1)")->run().ok());
+		assert_true(d->prepare("INSERT INTO t(name, n) VALUES('b', 2)")->run().ok());
+		assert_true(tx.commit().ok());
+	}
+	assert_int_equal(count(*d), 2);
+	// A second connection sees the committed rows (WAL, busy timeout).
+	auto other = db::Db::open(path);
+	assert_true(other.ok());
+	assert_int_equal(count(*other.value()), 2);
+	// Read-only: reads, never writes, never creates.
+	auto ro = db::Db::open(path, 1000, true);
+	assert_true(ro.ok());
+	assert_int_equal(count(*ro.value()), 2);
+	assert_false(ro.value()->exec("DELETE FROM t").ok());
+	assert_int_equal(count(*d), 2);
+	assert_false(db::Db::open(path + ".absent", 1000, true).ok());
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_pragmas),
+	    cmocka_unit_test(test_bind_and_read_by_name),
+	    cmocka_unit_test(test_errors_name_the_file),
+	    cmocka_unit_test(test_transactions),
+	};
+	return cmocka_run_group_tests(tests, nullptr, nullptr);
+}

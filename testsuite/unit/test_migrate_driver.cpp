@@ -1,0 +1,392 @@
+// The migration driver (common/migrate/driver.hpp) against FakeSlurm: a
+// crash before and after every journal state, then a resume (a fresh
+// Journal and Driver, as a new process would have) finishes the migration
+// with no job lost, duplicated, left held, and no node left drained; a
+// journal written by the previous onramp-migrate (its DDL copied here)
+// mid-migration is finished; slurmctld down in the middle only delays.
+#include <chrono>
+#include <csignal>
+#include <fstream>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "unit.hpp"
+
+#include "config.hpp"
+#include "db/db.hpp"
+#include "migrate/driver.hpp"
+#include "migrate/manifest.hpp"
+#include "migrate/migrate.hpp"
+#include "proc.hpp"
+#include "slurm/fake.hpp"
+
+using namespace onramp;
+using migrate::Migration;
+using slurm::FakeSlurm;
+
+namespace {
+
+const uint32_t kJob = 7;
+const char *const kStates[] = {"PLANNED",  "DRAINED", "SIGNALLING", "SIGNALLED", "CHECKPOINTED",
+                               "VERIFIED", "HELD",    "STEERED",    "RELEASED",  "DONE"};
+
+struct FakeClock : migrate::Clock {
+	int64_t t = 1700000000000;
+	int64_t now_ms() override { return t; }
+	void sleep(double s) override { t += static_cast<int64_t>(s * 1000); }
+};
+
+struct Crash {};
+struct CrashAt : migrate::CrashHook {
+	std::string when, state;
+	void before(const std::string &s) override
+	{
+		if (when == "before" && s == state)
+			throw Crash();
+	}
+	void after(const std::string &s) override
+	{
+		if (when == "after" && s == state)
+			throw Crash();
+	}
+};
+
+// One generation of the job's checkpoint, committed.
+void commit_generation(const std::string &dir, uint64_t g, int64_t step)
+{
+	std::string gd = ckpt::generation_dir(dir, g);
+	mkdir(gd.c_str(), 0700);
+	std::ofstream(gd + "/model.bin") << "weights " << g;
+	assert_true(ckpt::commit(dir, g, step, {"model.bin"}, 1).ok());
+}
+
+struct World {
+	std::string dir, ckpt, state;
+	FakeSlurm slurm;
+	FakeClock clock;
+	Config cfg;
+	int starts = 0;
+
+	World() : cfg(Config::parse("", "t.conf").value())
+	{
+		// In memory where there is one: the test is about the driver's
+		// logic, not the disk's fsync latency (20 crash cases in < 1 s).
+		char tmpl[] = "/dev/shm/onramp-unit.XXXXXX";
+		char *d = access("/dev/shm", W_OK) == 0 ? mkdtemp(tmpl) : nullptr;
+		dir = d ? d : unit_tmpdir();
+		ckpt = dir + "/ckpt";
+		state = dir + "/state";
+		mkdir(ckpt.c_str(), 0700);
+		mkdir(state.c_str(), 0700);
+		cfg = Config::parse("StateDir=" + state + "\nMigrateAckTimeout=60\n", "t.conf")
+		          .value();
+		commit_generation(ckpt, 1, 100);
+		slurm.add_node("n1", "rack1", "leaf1");
+		slurm.add_node("n2", "rack1", "leaf1");
+		slurm.add_node("n3", "rack2", "leaf2");
+		slurm.add_node("n4", "rack2", "leaf2");
+		auto &j = slurm.add_job(kJob, "n1",
+		                        "onramp:ckpt=" + ckpt + "; onramp:signal=" +
+		                            migrate::format_checkpoint_signal(
+		                                SIGUSR2, 60, migrate::SignalTarget::Batch));
+		j.job.admin_comment = "site note";
+		// The job: checkpoints when signalled, resumes when started.
+		slurm.on_signal = [this](FakeSlurm::FakeJob &, int sig) {
+			assert_int_equal(sig, SIGUSR2);
+			if (ckpt::list_generations(ckpt).front() < 2)
+				commit_generation(ckpt, 2, 200);
+		};
+		slurm.on_start = [this](FakeSlurm::FakeJob &fj) {
+			starts++;
+			ckpt::Resumed r;
+			r.generation = ckpt::latest(ckpt)->generation;
+			r.step = 200;
+			r.restart_count = fj.job.restarts;
+			r.time_ms = clock.now_ms();
+			assert_true(ckpt::mark_resumed(ckpt, r).ok());
+		};
+	}
+
+	~World() { (void)run_argv({"rm", "-rf", dir}); }
+
+	std::unique_ptr<migrate::Journal> journal()
+	{
+		auto j = migrate::Journal::open(state + "/migrate.db");
+		assert_true(j.ok());
+		return std::move(j.value());
+	}
+
+	// "onrampctl migrate --jobs 7 --to rack2" with hook.
+	void migrate(migrate::CrashHook &hook)
+	{
+		auto jr = journal();
+		migrate::Driver d(*jr, slurm, cfg, clock, hook);
+		migrate::Request r;
+		r.jobs = std::to_string(kJob);
+		r.to = "rack2";
+		bool usage = true;
+		auto plan = d.plan(r, &usage);
+		assert_true(plan.ok());
+		assert_false(plan->bad);
+		for (auto &m : plan->planned)
+			d.drive(m);
+	}
+
+	// migrate() crashing (through a CrashHook) at when ("before"/"after")
+	// state; returns whether it crashed.
+	bool migrate_crashing(const char *when, const char *state)
+	{
+		CrashAt hook;
+		hook.when = when;
+		hook.state = state;
+		try {
+			migrate(hook);
+		} catch (const Crash &) {
+			return true;
+		}
+		return false;
+	}
+
+	// "onrampctl migrate resume"; returns how many migrations it drove.
+	size_t resume()
+	{
+		auto jr = journal();
+		migrate::CrashHook none;
+		migrate::Driver d(*jr, slurm, cfg, clock, none);
+		auto act = jr->active();
+		assert_true(act.ok());
+		for (auto &m : act.value())
+			assert_true(d.drive(m));
+		return act->size();
+	}
+
+	size_t count_actions(const std::string &prefix)
+	{
+		size_t n = 0;
+		for (const auto &a : slurm.actions)
+			n += a.compare(0, prefix.size(), prefix) == 0;
+		return n;
+	}
+
+	// The migration ended as it should, whatever crashed on the way.
+	void check_finished(bool signalled = true)
+	{
+		auto jr = journal();
+		auto all = jr->list(kJob);
+		assert_true(all.ok());
+		assert_int_equal(all->size(), 1); // never planned twice
+		const Migration &m = all->front();
+		if (m.state != "DONE" || !m.error.empty())
+			print_error("migration ended %s: %s\n", m.state.c_str(), m.error.c_str());
+		assert_string_equal(m.state.c_str(), "DONE");
+		assert_int_equal(m.gen, 2);
+		assert_true(jr->active()->empty());
+		const auto &fj = slurm.jobs_.at(kJob);
+		assert_string_equal(fj.job.state.c_str(), "RUNNING"); // not lost
+		assert_false(fj.held);                                // not left held
+		assert_int_equal(fj.job.restarts, 1);                 // requeued once
+		assert_int_equal(count_actions("requeuehold"), 1);
+		assert_int_equal(starts, 1); // started once
+		assert_true(fj.job.nodes == "n3" || fj.job.nodes == "n4");
+		assert_string_equal(fj.job.features.c_str(), "rack2");
+		assert_string_equal(fj.exc_nodes.c_str(), "n1");
+		assert_int_equal(fj.req_switch, 1); // one leaf before, one after
+		assert_string_equal(fj.job.admin_comment.c_str(), "site note"); // marker gone
+		for (const auto &n : slurm.nodes_) {
+			if (n.second.drain)
+				print_error("node %s left drained: %s\n", n.first.c_str(),
+				            n.second.reason.c_str());
+			assert_false(n.second.drain);
+		}
+		if (signalled)
+			assert_true(count_actions("signal 7 12 batch") >= 1);
+	}
+};
+
+void test_no_crash(void **)
+{
+	World w;
+	auto start = w.slurm.on_start;
+	w.slurm.on_start = [&](FakeSlurm::FakeJob &j) {
+		w.clock.t += 5000; // the job takes 5 s to start on the target
+		start(j);
+	};
+	migrate::CrashHook none;
+	w.migrate(none);
+	w.check_finished();
+	assert_int_equal(w.count_actions("signal"), 1);
+	assert_int_equal(w.count_actions("drain n1"), 1);
+	assert_int_equal(w.count_actions("resume n1"), 1);
+	// What onramp-metrics reads, read-only.
+	auto ro = migrate::Journal::open_read_only(w.state + "/migrate.db");
+	assert_true(ro.ok());
+	auto counts = ro.value()->count_by_state();
+	assert_true(counts.ok());
+	assert_int_equal(counts->size(), 1);
+	assert_int_equal(counts->at("DONE"), 1);
+	auto spans = ro.value()->spans();
+	assert_true(spans.ok());
+	assert_int_equal(spans->size(), 1);
+	assert_int_equal(spans->front().job, kJob);
+	assert_true(spans->front().seconds == 5.0);
+}
+
+void test_crash_at_every_boundary(void **)
+{
+	auto t0 = std::chrono::steady_clock::now();
+	int cases = 0;
+	for (const char *when : {"before", "after"}) {
+		for (const char *state : kStates) {
+			World w;
+			assert_true(w.migrate_crashing(when, state));
+			size_t resumed = w.resume();
+			if (std::string(when) == "before" && std::string(state) == "PLANNED") {
+				// Nothing journaled, nothing done: the admin runs it again.
+				assert_int_equal(resumed, 0);
+				assert_true(w.slurm.actions.empty());
+				migrate::CrashHook none;
+				w.migrate(none);
+			} else if (std::string(state) == "DONE" && std::string(when) == "after") {
+				assert_int_equal(resumed, 0);
+			} else {
+				assert_int_equal(resumed, 1);
+			}
+			w.check_finished();
+			cases++;
+		}
+	}
+	assert_int_equal(cases, 20);
+	double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+	printf("# %d crash cases in %.3f s\n", cases, s);
+	assert_true(s < 1.0);
+}
+
+void test_ctld_down_midway(void **)
+{
+	World w;
+	auto sig = w.slurm.on_signal;
+	w.slurm.on_signal = [&](FakeSlurm::FakeJob &j, int s) {
+		sig(j, s);
+		w.slurm.down_calls = 6; // slurmctld restarts after the signal
+	};
+	migrate::CrashHook none;
+	w.migrate(none);
+	w.check_finished();
+	assert_true(w.slurm.waited_s > 0);
+}
+
+void test_ctld_down_too_long_aborts_cleanly(void **)
+{
+	World w;
+	w.slurm.ctld_timeout_s = 5;
+	// slurmctld goes away for good (longer than MigrateCtldTimeout) once
+	// the nodes are drained: the job cannot be read and the migration
+	// aborts instead of waiting forever.
+	assert_true(w.migrate_crashing("after", "DRAINED"));
+	w.slurm.down_forever = true;
+	{
+		auto jr = w.journal();
+		migrate::CrashHook none;
+		migrate::Driver d(*jr, w.slurm, w.cfg, w.clock, none);
+		auto act = jr->active();
+		assert_int_equal(act->size(), 1);
+		assert_false(d.drive(act.value()[0]));
+	}
+	w.slurm.down_forever = false;
+	auto all = w.journal()->list(kJob);
+	assert_string_equal(all->front().state.c_str(), "ABORTED");
+	assert_contains(all->front().error, "is gone");
+	// The abort could not reach slurmctld: n1 is still drained by onramp
+	// and the marker is still there; that is what the journal says.
+	assert_true(w.slurm.nodes_["n1"].drain);
+}
+
+// The DDL of onramp-migrate before the driver moved into common/migrate
+// (contrib/tools/onramp-migrate.cpp at 16ebdf0), copied, not shared: a
+// change of the driver's schema must fail this test.
+const char *const kOldSchema =
+    "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
+    "CREATE TABLE IF NOT EXISTS migrations("
+    " id INTEGER PRIMARY KEY, job INTEGER NOT NULL,"
+    " active INTEGER NOT NULL DEFAULT 1, state TEXT NOT NULL,"
+    " src TEXT NOT NULL, target TEXT NOT NULL, target_nodes INTEGER NOT NULL,"
+    " from_mode INTEGER NOT NULL, ckpt_dir TEXT NOT NULL,"
+    " base_gen INTEGER NOT NULL, gen INTEGER NOT NULL DEFAULT 0,"
+    " signal_ms INTEGER NOT NULL DEFAULT 0, restarts INTEGER NOT NULL,"
+    " drained TEXT NOT NULL DEFAULT '', admin_comment TEXT NOT NULL DEFAULT '',"
+    " old_features TEXT NOT NULL DEFAULT '', leaves INTEGER NOT NULL DEFAULT 0,"
+    " sig INTEGER NOT NULL, ack_s INTEGER NOT NULL, grace_s INTEGER NOT NULL,"
+    " confirm_s INTEGER NOT NULL, error TEXT NOT NULL DEFAULT '',"
+    " created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL);"
+    "CREATE UNIQUE INDEX IF NOT EXISTS one_active_per_job"
+    " ON migrations(job) WHERE active = 1;"
+    "CREATE TABLE IF NOT EXISTS events(id INTEGER PRIMARY KEY,"
+    " migration INTEGER NOT NULL, time_ms INTEGER NOT NULL,"
+    " state TEXT NOT NULL, message TEXT NOT NULL);";
+
+void test_old_journal_mid_flight(void **)
+{
+	World w;
+	// What the previous binary left after journaling SIGNALLED: n1 drained,
+	// the job marked and signalled (it committed generation 2).
+	w.slurm.nodes_["n1"].drain = true;
+	w.slurm.nodes_["n1"].reason = "onramp:MIGRATE: job 7 to rack2";
+	w.slurm.jobs_[kJob].job.admin_comment = "onramp:migrating id=1 to=rack2";
+	commit_generation(w.ckpt, 2, 200);
+	{
+		auto raw = db::Db::open(w.state + "/migrate.db");
+		assert_true(raw.ok());
+		assert_true(raw.value()->exec(kOldSchema).ok());
+		std::string ins =
+		    "INSERT INTO migrations(job, state, src, target, target_nodes, from_mode,"
+		    " ckpt_dir, base_gen, restarts, admin_comment, sig, ack_s, grace_s, confirm_s,"
+		    " created_ms, updated_ms, old_features, leaves, signal_ms, drained)"
+		    " VALUES(7, 'SIGNALLED', 'n1', 'rack2', 0, 0, '" +
+		    w.ckpt + "', 1, 0, 'site note', 12, 60, 300, 300, 1, 1, '', 1, " +
+		    std::to_string(w.clock.t - 1000) +
+		    ", 'n1');"
+		    "INSERT INTO events(migration, time_ms, state, message)"
+		    " VALUES(1, 1, 'SIGNALLED', 'signal 12 (RUNNING): scancel --signal=12 --batch "
+		    "7');";
+		assert_true(raw.value()->exec(ins).ok());
+	}
+	assert_int_equal(w.resume(), 1);
+	w.check_finished(false);
+	assert_int_equal(w.count_actions("signal"), 0); // not signalled twice
+	auto jr = w.journal();
+	auto msg = jr->event_message(1, "STEERED");
+	assert_true(msg.ok());
+	assert_string_equal(msg.value().c_str(), "ExcNodeList=n1 Features=rack2 Switches=1@2");
+}
+
+void test_second_migration_refused(void **)
+{
+	World w;
+	assert_true(w.migrate_crashing("after", "DRAINED"));
+	auto jr = w.journal();
+	migrate::CrashHook none;
+	migrate::Driver d(*jr, w.slurm, w.cfg, w.clock, none);
+	migrate::Request r;
+	r.jobs = "7";
+	r.to = "rack2";
+	bool usage = false;
+	auto plan = d.plan(r, &usage);
+	assert_true(plan.ok());
+	assert_true(plan->bad);
+	assert_true(plan->planned.empty());
+}
+
+} // namespace
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_no_crash),
+	    cmocka_unit_test(test_crash_at_every_boundary),
+	    cmocka_unit_test(test_ctld_down_midway),
+	    cmocka_unit_test(test_ctld_down_too_long_aborts_cleanly),
+	    cmocka_unit_test(test_old_journal_mid_flight),
+	    cmocka_unit_test(test_second_migration_refused),
+	};
+	return cmocka_run_group_tests(tests, nullptr, nullptr);
+}
