@@ -137,6 +137,39 @@ Result<std::vector<std::string>> topology_node_names(const TopologyConf &conf)
 	return out;
 }
 
+Result<std::map<std::string, std::string>> topology_leaf_of(const TopologyConf &conf)
+{
+	std::map<std::string, std::string> leaf_of;
+	for (const auto &s : conf.switches) {
+		if (s.nodes.empty())
+			continue;
+		auto names = hostlist_expand(s.nodes);
+		if (!names.ok())
+			return Status::Error(strprintf("%s:%d: switch %s: Nodes=: %s",
+			                               conf.origin.c_str(), s.line, s.name.c_str(),
+			                               names.status().message().c_str()));
+		for (auto &n : names.value()) {
+			auto ins = leaf_of.emplace(n, s.name);
+			if (!ins.second && ins.first->second != s.name)
+				return Status::Error(strprintf(
+				    "%s:%d: switch %s: node %s is already under leaf switch %s",
+				    conf.origin.c_str(), s.line, s.name.c_str(), n.c_str(),
+				    ins.first->second.c_str()));
+		}
+	}
+	return leaf_of;
+}
+
+std::string default_topology_path(const Config &cfg)
+{
+	const char *e = getenv("ONRAMP_TOPOLOGY_CONF");
+	if (e && *e)
+		return e;
+	std::string o = cfg.origin();
+	auto pos = o.rfind('/');
+	return (pos == std::string::npos ? std::string(".") : o.substr(0, pos)) + "/topology.conf";
+}
+
 Result<SwitchTable> build_switch_table(const TopologyConf &conf,
                                        const std::vector<std::string> &nodes,
                                        const std::set<std::string> &cut)

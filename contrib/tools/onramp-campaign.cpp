@@ -4,6 +4,8 @@
 // any point and re-run.
 //
 //   onramp-campaign [--conf F] [--db F] [--topology F] COMMAND --id ID ...
+//     --topology: default $ONRAMP_TOPOLOGY_CONF, else topology.conf beside
+//     onramp.conf (where topology/onramp reads it)
 //     plan --nodes HOSTLIST --fraction F --min-pass R --boot-timeout S
 //         create the campaign (or resume it: paused -> running); prints
 //         "created ID" or "resumed ID"
@@ -55,6 +57,7 @@
 #include "hostlist.hpp"
 #include "json.hpp"
 #include "log.hpp"
+#include "rewire/topology.hpp"
 
 using namespace onramp;
 using namespace onramp::campaign;
@@ -96,19 +99,12 @@ int fail(const Status &st)
 	return kError;
 }
 
-std::string slurm_dir()
-{
-	const char *c = getenv("SLURM_CONF");
-	std::string p = c && *c ? c : "/etc/slurm/slurm.conf";
-	auto s = p.rfind('/');
-	return s == std::string::npos ? "." : p.substr(0, s);
-}
-
-// node -> rack and rack -> size, from topology.conf.
-Status load_racks(const Args &a, std::map<std::string, std::string> *leaf_of,
+// node -> rack and rack -> size, from topology.conf (--topology, else where
+// topology/onramp reads it).
+Status load_racks(const Args &a, const Config &cfg, std::map<std::string, std::string> *leaf_of,
                   std::map<std::string, int> *sizes)
 {
-	std::string path = a.topology.empty() ? slurm_dir() + "/topology.conf" : a.topology;
+	std::string path = a.topology.empty() ? default_topology_path(cfg) : a.topology;
 	auto text = read_file(path);
 	if (!text.ok())
 		return Status::Error("racks come from topology.conf's leaf switches: " +
@@ -122,7 +118,7 @@ Status load_racks(const Args &a, std::map<std::string, std::string> *leaf_of,
 	return Status::Ok();
 }
 
-int cmd_plan(Journal &j, const Args &a)
+int cmd_plan(Journal &j, const Args &a, const Config &cfg)
 {
 	Status st = check_fraction(a.fraction);
 	if (!st.ok())
@@ -137,7 +133,7 @@ int cmd_plan(Journal &j, const Args &a)
 		return refuse("bad hostlist '" + a.nodes + "': " + hosts.status().message());
 	std::map<std::string, std::string> leaf_of;
 	std::map<std::string, int> sizes;
-	if (!(st = load_racks(a, &leaf_of, &sizes)).ok())
+	if (!(st = load_racks(a, cfg, &leaf_of, &sizes)).ok())
 		return fail(st);
 	std::vector<Member> members;
 	std::vector<std::string> unknown;
@@ -398,7 +394,7 @@ Facts gather_facts(const Args &a, const Config &cfg)
 	Facts f;
 	f.cfg = &cfg;
 	std::map<std::string, std::string> leaf_of;
-	load_racks(a, &leaf_of, &f.sizes); // optional here: caps shown when readable
+	load_racks(a, cfg, &leaf_of, &f.sizes); // optional here: caps shown when readable
 	f.base.feature = cfg.str("AdmittedFeature");
 	if (!a.slurm_state.empty()) {
 		auto t = read_file(a.slurm_state);
@@ -1054,7 +1050,7 @@ int main(int argc, char **argv)
 	Journal &j = *jr.value();
 	Status st;
 	if (a.cmd == "plan")
-		return cmd_plan(j, a);
+		return cmd_plan(j, a, cfg.value());
 	if (a.cmd == "wave")
 		return cmd_wave(j, a);
 	if (a.cmd == "node") {

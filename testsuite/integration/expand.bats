@@ -275,6 +275,25 @@ EOS
 	[[ $output == *"no campaign 'nosuch'"* ]]
 }
 
+@test "the planner reads racks from the topology.conf that ONRAMP_TOPOLOGY_CONF names, continuation lines joined" {
+	local topo=$BATS_TEST_TMPDIR/topology.conf db=$BATS_TEST_TMPDIR/campaign.db
+	printf 'SwitchName=leafA \\\n  Nodes=node[1-2]\nSwitchName=leafB Nodes=node3,\\\nnode4\nSwitchName=top Switches=leaf[A-B]\n' >"$topo"
+	run env ONRAMP_TOPOLOGY_CONF="$topo" "$ONRAMP_REPO/contrib/tools/onramp-campaign" --db "$db" \
+		plan --id t1 --nodes 'node[5-6]' --fraction 0.5 --min-pass 1 --boot-timeout 60
+	echo "$output"
+	[ "$status" -eq 2 ]
+	[[ $output == *"unknown node(s) node[5-6]"* ]]
+	run env ONRAMP_TOPOLOGY_CONF="$topo" "$ONRAMP_REPO/contrib/tools/onramp-campaign" --db "$db" \
+		plan --id t2 --nodes 'node[1-4]' --fraction 0.5 --min-pass 1 --boot-timeout 60
+	echo "$output"
+	[ "$status" -eq 0 ]
+	run env ONRAMP_TOPOLOGY_CONF="$topo" "$ONRAMP_REPO/contrib/tools/onramp-campaign" --db "$db" wave --id t2
+	echo "$output"
+	[[ $output == "wave 1"* ]]
+	# one node per rack of two at 0.5: node1 (leafA) and node3 (leafB)
+	[ "$(echo "$output" | sed 1d | wc -l)" -eq 2 ]
+}
+
 # booted_count NODE FROM_LINE: "NODE booted" lines of reboot.log after line FROM_LINE.
 booted_count() {
 	tail -n +"$(($2 + 1))" "$ONRAMP_REBOOT_LOG" 2>/dev/null | grep -c " $1 booted:" || true
