@@ -57,6 +57,7 @@
 #include "hostlist.hpp"
 #include "json.hpp"
 #include "log.hpp"
+#include "number.hpp"
 #include "rewire/topology.hpp"
 
 using namespace onramp;
@@ -822,14 +823,14 @@ int cmd_simulate(int argc, char **argv)
 		if (i + 1 >= argc)
 			return refuse(o + " needs a value");
 		std::string v = argv[++i];
-		char *end = nullptr;
-		double d = strtod(v.c_str(), &end);
-		bool isnum = !v.empty() && !*end && std::isfinite(d);
+		auto num = parse_number(v);
+		const bool isnum = num.ok();
+		const double d = isnum ? num.value() : 0;
 		auto integer = [&](int *x) -> bool {
-			if (!isnum || d != std::floor(d) || d < 0 || d > 1e8)
-				return false;
-			*x = static_cast<int>(d);
-			return true;
+			auto n = parse_int(v, 0, 100000000);
+			if (n.ok())
+				*x = static_cast<int>(n.value());
+			return n.ok();
 		};
 		bool ok = true;
 		if (o == "--nodes")
@@ -847,8 +848,9 @@ int cmd_simulate(int argc, char **argv)
 		else if (o == "--fix-minutes")
 			ok = isnum && d >= 0, p.fix_minutes = d;
 		else if (o == "--seed") {
-			ok = isnum && d >= 0 && d == std::floor(d);
-			p.seed = static_cast<uint64_t>(d);
+			auto n = parse_int(v, 0);
+			ok = n.ok();
+			p.seed = n.ok() ? static_cast<uint64_t>(n.value()) : 0;
 		} else if (o == "--reboot-minutes" || o == "--test-minutes") {
 			auto dist = parse_dist(v, o.c_str(), o == "--reboot-minutes");
 			if (!dist.ok())
@@ -963,16 +965,24 @@ int main(int argc, char **argv)
 			}
 			return argv[++i];
 		};
+		// Strict numbers: "--wave 1.9" or "--budget 12abc" are refused, never
+		// truncated to another number.
 		auto num = [&](double *d) {
-			std::string v = val();
-			char *end = nullptr;
-			*d = strtod(v.c_str(), &end);
-			if (v.empty() || *end) {
-				log_error("%s: '%s' is not a number", o.c_str(), v.c_str());
+			auto r = parse_number(val());
+			if (!r.ok()) {
+				log_error("%s: %s", o.c_str(), r.status().message().c_str());
 				exit(kRefused);
 			}
+			*d = r.value();
 		};
-		double d;
+		auto integer = [&](int64_t lo, int64_t hi) -> int64_t {
+			auto r = parse_int(val(), lo, hi);
+			if (!r.ok()) {
+				log_error("%s: %s", o.c_str(), r.status().message().c_str());
+				exit(kRefused);
+			}
+			return r.value();
+		};
 		if (o == "--conf")
 			a.conf = val();
 		else if (o == "--db")
@@ -1010,11 +1020,11 @@ int main(int argc, char **argv)
 		else if (o == "--min-pass")
 			num(&a.min_pass);
 		else if (o == "--boot-timeout")
-			num(&d), a.boot_timeout = static_cast<int64_t>(d);
+			a.boot_timeout = integer(INT64_MIN, INT64_MAX);
 		else if (o == "--budget")
-			num(&d), a.budget = static_cast<int64_t>(d);
+			a.budget = integer(INT64_MIN, INT64_MAX);
 		else if (o == "--wave")
-			num(&d), a.wave = static_cast<int>(d);
+			a.wave = static_cast<int>(integer(0, INT32_MAX));
 		else if (o == "--json")
 			a.json = true;
 		else if (o == "-h" || o == "--help")

@@ -39,6 +39,7 @@
 #include "hostlist.hpp"
 #include "log.hpp"
 #include "metrics/exposition.hpp"
+#include "number.hpp"
 #include "rewire/window.hpp"
 
 using namespace onramp;
@@ -473,12 +474,12 @@ int serve(const std::string &conf, const std::string &listen_at, const std::stri
 {
 	size_t colon = listen_at.rfind(':');
 	std::string host = colon == std::string::npos ? "127.0.0.1" : listen_at.substr(0, colon);
-	int port =
-	    atoi(colon == std::string::npos ? listen_at.c_str() : listen_at.c_str() + colon + 1);
+	auto port = parse_int(colon == std::string::npos ? listen_at : listen_at.substr(colon + 1),
+	                      1, 65535);
 	sockaddr_in addr{};
 	addr.sin_family = AF_INET;
-	addr.sin_port = htons(static_cast<uint16_t>(port));
-	if (port <= 0 || port > 65535 || inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) {
+	addr.sin_port = htons(static_cast<uint16_t>(port.ok() ? port.value() : 0));
+	if (!port.ok() || inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) {
 		log_error("--listen %s: not an IPv4 ADDR:PORT", listen_at.c_str());
 		return 2;
 	}

@@ -24,6 +24,7 @@
 #include "config.hpp"
 #include "hostlist.hpp"
 #include "log.hpp"
+#include "number.hpp"
 #include "rewire/window.hpp"
 
 using namespace onramp;
@@ -248,13 +249,12 @@ int main(int argc, char **argv)
 			return fail("state '" + args[1] + "' is not planned, active or done");
 		w->state = s->second;
 	} else if (cmd == "stage" && args.size() == 2) {
-		char *end = nullptr;
-		long n = strtol(args[1].c_str(), &end, 10);
-		if (!end || *end || n < 0 || n >= static_cast<long>(w->stages.size()))
+		auto n = parse_int(args[1], 0, static_cast<int64_t>(w->stages.size()) - 1);
+		if (!n.ok())
 			return fail(
 			    strprintf("stage '%s' is not an index of window %s's %zu stages",
 			              args[1].c_str(), w->id.c_str(), w->stages.size()));
-		w->stage = static_cast<int>(n);
+		w->stage = static_cast<int>(n.value());
 	} else {
 		return usage(stderr);
 	}

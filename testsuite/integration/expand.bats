@@ -294,6 +294,22 @@ EOS
 	[ "$(echo "$output" | sed 1d | wc -l)" -eq 2 ]
 }
 
+@test "onramp-campaign refuses numbers that are not integers instead of truncating them" {
+	local db=$BATS_TEST_TMPDIR/campaign.db camp=$ONRAMP_REPO/contrib/tools/onramp-campaign
+	"$camp" --db "$db" plan --id n1 --nodes node1 --fraction 0.5 --min-pass 1 --boot-timeout 60
+	for w in 1.9 1e0 1, 99999999999 " 1" ""; do
+		run "$camp" --db "$db" open-wave --id n1 --wave "$w"
+		echo "$w: $output"
+		[ "$status" -eq 2 ]
+		[[ $output == *"--wave: '$w' is "* ]]
+	done
+	run "$camp" --db "$db" plan --id n2 --nodes node2 --fraction 0.5 --min-pass 1 --boot-timeout 60.5
+	[ "$status" -eq 2 ]
+	[[ $output == *"not an integer"* ]]
+	run "$camp" --db "$db" open-wave --id n1 --wave 1
+	[ "$status" -eq 0 ]
+}
+
 # booted_count NODE FROM_LINE: "NODE booted" lines of reboot.log after line FROM_LINE.
 booted_count() {
 	tail -n +"$(($2 + 1))" "$ONRAMP_REBOOT_LOG" 2>/dev/null | grep -c " $1 booted:" || true
