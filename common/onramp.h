@@ -14,6 +14,14 @@
 extern "C" {
 #endif
 
+/*
+ * What begins every drain/down reason onramp writes ("onramp:<CODE>:
+ * <detail>"): a reason without it is an admin's and onramp never touches
+ * it. The shell tools read the same value from onramp-lib.sh (a unit test
+ * checks that they agree).
+ */
+#define ONRAMP_REASON_PREFIX "onramp:"
+
 /* ---------------------------------------------------------------- log */
 #define ONRAMP_LOG_ERROR 0
 #define ONRAMP_LOG_WARN 1

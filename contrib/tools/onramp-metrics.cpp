@@ -40,6 +40,7 @@
 #include "log.hpp"
 #include "metrics/exposition.hpp"
 #include "number.hpp"
+#include "onramp.h"
 #include "rewire/window.hpp"
 
 using namespace onramp;
@@ -283,7 +284,7 @@ void collect_slurm(Exposition &e, const Config &cfg)
 		bool drain = (n->node_state & NODE_STATE_DRAIN) != 0;
 		if (reserved.count(n->name))
 			count["under_admission"]++;
-		else if (drain && reason.rfind("onramp:", 0) == 0)
+		else if (drain && reason.rfind(ONRAMP_REASON_PREFIX, 0) == 0)
 			count["drained_by_onramp"]++;
 		else if (drain)
 			count["drained_other"]++;
