@@ -9,8 +9,10 @@
 //     plan --nodes HOSTLIST --fraction F --min-pass R --boot-timeout S
 //         create the campaign (or resume it: paused -> running); prints
 //         "created ID" or "resumed ID"
-//     wave                 the first wave not yet passed: "wave K" then
+//     wave [--json]        the first wave not yet passed: "wave K" then
 //                          "NODE STATE SINCE" lines; "done" when none is left
+//                          (--json: {"wave": K, "nodes": [{"node", "state",
+//                          "since"}]} or {"done": true})
 //     node --node N --state S [--code C] [--detail D]
 //     open-wave --wave K | close-wave --wave K
 //         close-wave: exit 0 when the wave's pass rate >= min-pass, else
@@ -201,15 +203,28 @@ int cmd_wave(Journal &j, const Args &a)
 	for (const auto &w : waves.value()) {
 		if (w.state == "passed")
 			continue;
-		printf("wave %d\n", w.wave);
-		for (const auto &n : nodes.value())
-			if (n.wave == w.wave)
+		Json list = Json::array();
+		if (!a.json)
+			printf("wave %d\n", w.wave);
+		for (const auto &n : nodes.value()) {
+			if (n.wave != w.wave)
+				continue;
+			const int64_t since = n.times.count(n.state) ? n.times.at(n.state) : 0;
+			if (!a.json)
 				printf("%s %s %lld\n", n.node.c_str(), n.state.c_str(),
-				       static_cast<long long>(
-				           n.times.count(n.state) ? n.times.at(n.state) : 0));
+				       static_cast<long long>(since));
+			list.push(Json::object()
+			              .set("node", n.node)
+			              .set("state", n.state)
+			              .set("since", since));
+		}
+		if (a.json)
+			printf(
+			    "%s\n",
+			    Json::object().set("wave", w.wave).set("nodes", list).dump().c_str());
 		return kOk;
 	}
-	printf("done\n");
+	printf(a.json ? "{\"done\": true}\n" : "done\n");
 	return kOk;
 }
 

@@ -292,6 +292,10 @@ EOS
 	[[ $output == "wave 1"* ]]
 	# one node per rack of two at 0.5: node1 (leafA) and node3 (leafB)
 	[ "$(echo "$output" | sed 1d | wc -l)" -eq 2 ]
+	# what onrampctl-expand reads (with jq)
+	run env ONRAMP_TOPOLOGY_CONF="$topo" "$ONRAMP_REPO/contrib/tools/onramp-campaign" --db "$db" wave --id t2 --json
+	echo "$output"
+	jq -e '.wave == 1 and ([.nodes[].node] | sort) == ["node1", "node3"]' <<<"$output"
 }
 
 @test "onramp-campaign refuses numbers that are not integers instead of truncating them" {
