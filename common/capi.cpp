@@ -10,6 +10,7 @@
 #include "rewire/window.hpp"
 #include "hostlist.hpp"
 #include "log.hpp"
+#include "migrate/migrate.hpp"
 #include "submit.hpp"
 
 using onramp::copy_out;
@@ -211,6 +212,27 @@ extern "C" char *onramp_hostlist_expand(const char *expr, char *err, size_t errl
 		copy_out("internal error", err, errlen);
 		return nullptr;
 	}
+}
+
+extern "C" int onramp_checkpoint_signal_check(const char *spec, char *err, size_t errlen)
+{
+	try {
+		if (!spec) {
+			copy_out("no checkpoint signal given", err, errlen);
+			return -1;
+		}
+		int sig = 0, secs = 0;
+		bool has_target = false;
+		onramp::migrate::SignalTarget target = onramp::migrate::SignalTarget::Full;
+		onramp::Status st = onramp::migrate::parse_checkpoint_signal(spec, &sig, &secs,
+		                                                             &target, &has_target);
+		if (st.ok())
+			return 0;
+		copy_out(st.message(), err, errlen);
+	} catch (...) {
+		copy_out("out of memory", err, errlen);
+	}
+	return -1;
 }
 
 extern "C" int onramp_job_decide(onramp_ctx_t *ctx, const onramp_job_t *job, int is_modify,

@@ -14,6 +14,14 @@
 extern "C" {
 #endif
 
+/*
+ * What begins every drain/down reason onramp writes ("onramp:<CODE>:
+ * <detail>"): a reason without it is an admin's and onramp never touches
+ * it. The shell tools read the same value from onramp-lib.sh (a unit test
+ * checks that they agree).
+ */
+#define ONRAMP_REASON_PREFIX "onramp:"
+
 /* ---------------------------------------------------------------- log */
 #define ONRAMP_LOG_ERROR 0
 #define ONRAMP_LOG_WARN 1
@@ -72,6 +80,16 @@ int onramp_ctx_get(const onramp_ctx_t *ctx, const char *key, char *buf, size_t b
 /* Expand a Slurm hostlist expression; returns a malloc'd NUL-separated,
  * double-NUL terminated list, or NULL with err set. Free with free(). */
 char *onramp_hostlist_expand(const char *expr, char *err, size_t errlen);
+
+/* ----------------------------------------------------------- migration */
+/*
+ * Is spec a checkpoint signal ([B:|S:|F:]SIG[@SECONDS], SIG a name such as
+ * USR1 or QUIT or a number; not KILL or STOP)? The one validator:
+ * spank/onramp checks --checkpoint-signal with it, job_submit/onramp parses
+ * the same grammar. Returns 0, or -1 with the reason (naming spec) in err.
+ * No I/O.
+ */
+int onramp_checkpoint_signal_check(const char *spec, char *err, size_t errlen);
 
 /* ---------------------------------------------------------- job_submit */
 /* The job fields onramp's submit policy reads; strings may be NULL. */

@@ -21,6 +21,7 @@
 #include "hostlist.hpp"
 #include "json.hpp"
 #include "log.hpp"
+#include "number.hpp"
 
 using namespace onramp;
 using namespace onramp::admit;
@@ -165,7 +166,10 @@ int cmd_pair_rank(const Options &o, const Config &cfg)
 		return unjudged(o, st.message());
 	p.rank = o.rank >= 0 ? o.rank : (o.node == p.host ? 0 : 1);
 	const char *local = getenv("SLURM_LOCALID");
-	p.device = o.device >= 0 ? o.device : (local ? atoi(local) : 0);
+	auto localid = parse_int(local ? local : "0", 0, 1023);
+	if (!localid.ok())
+		return unjudged(o, "SLURM_LOCALID: " + localid.status().message());
+	p.device = o.device >= 0 ? o.device : static_cast<int>(localid.value());
 	auto bpath = baseline_path(cfg);
 	if (!bpath.ok())
 		return unjudged(o, bpath.status().message());
@@ -253,11 +257,16 @@ int main(int argc, char **argv)
 			o.rendezvous = optarg;
 			break;
 		case 'R':
-			o.rank = atoi(optarg);
+		case 'd': {
+			auto v = parse_int(optarg, 0, c == 'R' ? 1 : 1023);
+			if (!v.ok()) {
+				log_error("--%s: %s", c == 'R' ? "rank" : "device",
+				          v.status().message().c_str());
+				return kExitUnjudged;
+			}
+			(c == 'R' ? o.rank : o.device) = static_cast<int>(v.value());
 			break;
-		case 'd':
-			o.device = atoi(optarg);
-			break;
+		}
 		case 'h':
 			usage(stdout);
 			return 0;

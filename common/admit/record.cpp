@@ -13,6 +13,7 @@
 
 #include "atomic_file.hpp"
 #include "log.hpp"
+#include "onramp.h"
 
 namespace onramp {
 namespace admit {
@@ -313,7 +314,7 @@ std::string utf8_truncate(const std::string &s, size_t max_bytes)
 
 std::string reason_string(const std::string &code, const std::string &detail, size_t max_bytes)
 {
-	std::string r = "onramp:" + code + ": " + detail;
+	std::string r = ONRAMP_REASON_PREFIX + code + ": " + detail;
 	for (auto &c : r)
 		if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
 			c = ' ';

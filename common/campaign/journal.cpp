@@ -129,18 +129,37 @@ Status Journal::exec(const std::string &sql)
 	return Status::Ok();
 }
 
-Result<std::unique_ptr<Journal>> Journal::open(const std::string &path)
+namespace {
+
+Result<sqlite3 *> open_db(const std::string &path, int flags, int busy_ms)
 {
 	sqlite3 *db = nullptr;
-	int rc =
-	    sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+	int rc = sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
 	if (rc != SQLITE_OK) {
 		std::string m = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
 		sqlite3_close(db);
 		return Status::Error("journal " + path + ": " + m);
 	}
-	std::unique_ptr<Journal> j(new Journal(db));
-	sqlite3_busy_timeout(db, 10000);
+	sqlite3_busy_timeout(db, busy_ms);
+	return db;
+}
+
+} // namespace
+
+Result<std::unique_ptr<Journal>> Journal::open_readonly(const std::string &path)
+{
+	auto db = open_db(path, SQLITE_OPEN_READONLY, 2000);
+	if (!db.ok())
+		return db.status();
+	return std::unique_ptr<Journal>(new Journal(db.value()));
+}
+
+Result<std::unique_ptr<Journal>> Journal::open(const std::string &path)
+{
+	auto db = open_db(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, 10000);
+	if (!db.ok())
+		return db.status();
+	std::unique_ptr<Journal> j(new Journal(db.value()));
 	for (const char *sql : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL", kSchema}) {
 		Status st = j->exec(sql);
 		if (!st.ok())

@@ -74,6 +74,9 @@ public:
 	// Opens (creating) the database with busy_timeout and WAL, and creates the
 	// expand_* tables if missing.
 	static Result<std::unique_ptr<Journal>> open(const std::string &path);
+	// Opens an existing database read-only (no schema change, no pragma that
+	// writes; busy_timeout 2 s), for readers such as the metrics exporter.
+	static Result<std::unique_ptr<Journal>> open_readonly(const std::string &path);
 	~Journal();
 	Journal(const Journal &) = delete;
 	Journal &operator=(const Journal &) = delete;

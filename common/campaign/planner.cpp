@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
-#include <sstream>
 
 #include "hostlist.hpp"
 #include "log.hpp"
+#include "rewire/topology.hpp"
 
 namespace onramp {
 namespace campaign {
@@ -132,41 +132,10 @@ std::vector<Pair> plan_pairs(const std::vector<Member> &admitted, double sample)
 Result<std::map<std::string, std::string>> parse_topology(const std::string &text,
                                                           const std::string &origin)
 {
-	std::map<std::string, std::string> leaf_of;
-	std::istringstream in(text);
-	std::string line;
-	int lineno = 0;
-	while (std::getline(in, line)) {
-		lineno++;
-		auto hash = line.find('#');
-		if (hash != std::string::npos)
-			line.erase(hash);
-		std::istringstream words(line);
-		std::string w, name, nodes;
-		while (words >> w) {
-			auto eq = w.find('=');
-			if (eq == std::string::npos)
-				continue;
-			std::string k = w.substr(0, eq), v = w.substr(eq + 1);
-			std::transform(k.begin(), k.end(), k.begin(), ::tolower);
-			if (k == "switchname")
-				name = v;
-			else if (k == "nodes")
-				nodes = v;
-		}
-		if (nodes.empty())
-			continue;
-		if (name.empty())
-			return Status::Error(
-			    strprintf("%s:%d: Nodes= without SwitchName=", origin.c_str(), lineno));
-		auto hosts = hostlist_expand(nodes);
-		if (!hosts.ok())
-			return Status::Error(strprintf("%s:%d: %s", origin.c_str(), lineno,
-			                               hosts.status().message().c_str()));
-		for (const auto &h : hosts.value())
-			leaf_of[h] = name;
-	}
-	return leaf_of;
+	auto conf = topology_parse(text, origin);
+	if (!conf.ok())
+		return conf.status();
+	return topology_leaf_of(conf.value());
 }
 
 } // namespace campaign

@@ -45,8 +45,9 @@ struct Pair {
 // many). Empty when fewer than two racks have admitted nodes.
 std::vector<Pair> plan_pairs(const std::vector<Member> &admitted, double sample = 0.05);
 
-// node -> leaf switch from topology.conf text (tree format; leaf switches
-// are the ones with Nodes=). Errors name origin and line.
+// node -> leaf switch from topology.conf text: topology/onramp's parser
+// (rewire/topology.hpp: continuation lines, tree's grammar) and its leaves.
+// Errors name origin and line.
 Result<std::map<std::string, std::string>> parse_topology(const std::string &text,
                                                           const std::string &origin);
 

@@ -14,6 +14,7 @@
 #include "atomic_file.hpp"
 #include "hostlist.hpp"
 #include "log.hpp"
+#include "onramp.h"
 #include "migrate/manifest.hpp"
 #include "migrate/migrate.hpp"
 #include "proc.hpp"
@@ -21,7 +22,7 @@
 namespace onramp {
 namespace migrate {
 
-const char *const kMigrateReasonPrefix = "onramp:MIGRATE:";
+const char *const kMigrateReasonPrefix = ONRAMP_REASON_PREFIX "MIGRATE:";
 
 int64_t Clock::now_ms()
 {

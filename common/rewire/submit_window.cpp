@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "log.hpp"
+#include "onramp.h"
 #include "rewire/window.hpp"
 #include "submit.hpp"
 
@@ -26,7 +27,7 @@ struct RewireView {
 
 std::string rewire_hold_reason(const std::string &window_id)
 {
-	return "onramp: held until rewire window " + window_id + " finishes";
+	return ONRAMP_REASON_PREFIX " held until rewire window " + window_id + " finishes";
 }
 
 void rewire_decide(const PolicyState &st, const JobView &job, bool modify, Decision *d)

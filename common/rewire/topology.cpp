@@ -118,10 +118,12 @@ Result<TopologyConf> topology_load(const std::string &path)
 	return topology_parse(text.value(), path);
 }
 
-Result<std::vector<std::string>> topology_node_names(const TopologyConf &conf)
+namespace {
+
+// fn(leaf, node) for every node of every leaf switch, in file order; stops at
+// the first error. A bad Nodes= names the file, line and switch.
+template <typename Fn> Status for_each_leaf_node(const TopologyConf &conf, Fn fn)
 {
-	std::vector<std::string> out;
-	std::unordered_map<std::string, int> seen;
 	for (const auto &s : conf.switches) {
 		if (s.nodes.empty())
 			continue;
@@ -130,11 +132,56 @@ Result<std::vector<std::string>> topology_node_names(const TopologyConf &conf)
 			return Status::Error(strprintf("%s:%d: switch %s: Nodes=: %s",
 			                               conf.origin.c_str(), s.line, s.name.c_str(),
 			                               names.status().message().c_str()));
-		for (auto &n : names.value())
-			if (seen.emplace(n, 1).second)
-				out.push_back(n);
+		for (const auto &n : names.value()) {
+			Status st = fn(s, n);
+			if (!st.ok())
+				return st;
+		}
 	}
+	return Status::Ok();
+}
+
+} // namespace
+
+Result<std::vector<std::string>> topology_node_names(const TopologyConf &conf)
+{
+	std::vector<std::string> out;
+	std::unordered_map<std::string, int> seen;
+	Status st = for_each_leaf_node(conf, [&](const TopoSwitchConf &, const std::string &n) {
+		if (seen.emplace(n, 1).second)
+			out.push_back(n);
+		return Status::Ok();
+	});
+	if (!st.ok())
+		return st;
 	return out;
+}
+
+Result<std::map<std::string, std::string>> topology_leaf_of(const TopologyConf &conf)
+{
+	std::map<std::string, std::string> leaf_of;
+	Status st = for_each_leaf_node(conf, [&](const TopoSwitchConf &s, const std::string &n) {
+		auto ins = leaf_of.emplace(n, s.name);
+		if (!ins.second && ins.first->second != s.name)
+			return Status::Error(
+			    strprintf("%s:%d: switch %s: node %s is already under leaf switch %s",
+			              conf.origin.c_str(), s.line, s.name.c_str(), n.c_str(),
+			              ins.first->second.c_str()));
+		return Status::Ok();
+	});
+	if (!st.ok())
+		return st;
+	return leaf_of;
+}
+
+std::string default_topology_path(const Config &cfg)
+{
+	const char *e = getenv("ONRAMP_TOPOLOGY_CONF");
+	if (e && *e)
+		return e;
+	std::string o = cfg.origin();
+	auto pos = o.rfind('/');
+	return (pos == std::string::npos ? std::string(".") : o.substr(0, pos)) + "/topology.conf";
 }
 
 Result<SwitchTable> build_switch_table(const TopologyConf &conf,

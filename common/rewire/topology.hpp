@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -69,5 +70,15 @@ Result<SwitchTable> build_switch_table(const TopologyConf &conf,
 
 // All node names of the leaves, in file order, duplicates removed.
 Result<std::vector<std::string>> topology_node_names(const TopologyConf &conf);
+
+// node -> the leaf switch whose Nodes= names it (a rack). A node under two
+// leaves is an error naming the file and the second leaf's line.
+Result<std::map<std::string, std::string>> topology_leaf_of(const TopologyConf &conf);
+
+class Config;
+// Where topology.conf is, for every reader (topology/onramp, the rewire and
+// campaign tools, the exporter): $ONRAMP_TOPOLOGY_CONF, else beside
+// onramp.conf (cfg's origin), where Slurm keeps it beside slurm.conf.
+std::string default_topology_path(const Config &cfg);
 
 } // namespace onramp

@@ -387,16 +387,6 @@ std::string plan_dump(const Plan &plan)
 	return root.dump(true) + "\n";
 }
 
-std::string default_topology_path(const Config &cfg)
-{
-	const char *e = getenv("ONRAMP_TOPOLOGY_CONF");
-	if (e && *e)
-		return e;
-	std::string o = cfg.origin();
-	auto pos = o.rfind('/');
-	return (pos == std::string::npos ? std::string(".") : o.substr(0, pos)) + "/topology.conf";
-}
-
 Result<RewireModel> rewire_model_load(const Config &cfg, const std::string &topo_path,
                                       bool *plan_error)
 {

@@ -97,7 +97,4 @@ struct RewireModel {
 Result<RewireModel> rewire_model_load(const Config &cfg, const std::string &topo_path,
                                       bool *plan_error);
 
-// Where topology.conf is: $ONRAMP_TOPOLOGY_CONF, else beside onramp.conf.
-std::string default_topology_path(const Config &cfg);
-
 } // namespace onramp

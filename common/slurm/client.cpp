@@ -8,13 +8,15 @@
 #include <thread>
 #include <unistd.h>
 
+#include "admin.hpp"
 #include "atomic_file.hpp"
 #include "log.hpp"
+#include "onramp.h"
 
 namespace onramp {
 namespace slurm {
 
-const char *const kReasonPrefix = "onramp:";
+const char *const kReasonPrefix = ONRAMP_REASON_PREFIX;
 
 bool Job::finished() const
 {
@@ -74,14 +76,14 @@ bool retry_while_unreachable(const Backoff &b, const std::function<bool()> &atte
 
 bool is_admin(SlurmClient &c, uid_t uid)
 {
-	if (uid == 0)
-		return true;
+	if (is_slurm_admin(uid, static_cast<uid_t>(-1)))
+		return true; // root needs no round trip to slurmctld
 	auto su = c.slurm_user_uid();
 	if (!su.ok()) {
 		log_warn("%s", su.status().message().c_str());
 		return false;
 	}
-	return su.value() == uid;
+	return is_slurm_admin(uid, su.value());
 }
 
 Status drain_node(SlurmClient &c, const std::string &node, const std::string &reason, bool *kept)

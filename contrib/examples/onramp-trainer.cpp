@@ -49,6 +49,8 @@
 #include "json.hpp"
 #include "log.hpp"
 #include "migrate/manifest.hpp"
+#include "migrate/migrate.hpp"
+#include "number.hpp"
 
 using namespace onramp;
 
@@ -144,27 +146,6 @@ void sgd_step(const Data &d, std::vector<double> &w, uint64_t seed, int64_t step
 		w[k] -= kLr * g[k] / kBatch;
 }
 
-int parse_signal(const char *spec)
-{
-	if (!spec || !*spec)
-		return SIGUSR2;
-	std::string s(spec);
-	s = s.substr(0, s.find('@'));
-	if (s.compare(0, 3, "SIG") == 0)
-		s = s.substr(3);
-	if (!s.empty() && s.find_first_not_of("0123456789") == std::string::npos)
-		return atoi(s.c_str());
-	static const struct {
-		const char *n;
-		int v;
-	} names[] = {{"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"TERM", SIGTERM}, {"INT", SIGINT},
-	             {"HUP", SIGHUP},   {"URG", SIGURG},   {"CONT", SIGCONT}};
-	for (const auto &n : names)
-		if (s == n.n)
-			return n.v;
-	return -1;
-}
-
 void sleep_ms(int64_t ms)
 {
 	struct timespec ts = {static_cast<time_t>(ms / 1000),
@@ -251,7 +232,12 @@ int main(int argc, char **argv)
 				log_error("%s needs a value", a.c_str());
 				exit(2);
 			}
-			return atoll(argv[++i]);
+			auto v = parse_int(argv[++i], 0);
+			if (!v.ok()) {
+				log_error("%s: %s", a.c_str(), v.status().message().c_str());
+				exit(2);
+			}
+			return v.value();
 		};
 		if (a == "--steps")
 			steps = num();
@@ -284,10 +270,16 @@ int main(int argc, char **argv)
 	}
 	if (loss_log.empty())
 		loss_log = dir + "/loss.log";
-	int sig = parse_signal(getenv("ONRAMP_CKPT_SIGNAL"));
-	if (sig <= 0 || sig >= NSIG) {
-		log_error("ONRAMP_CKPT_SIGNAL='%s' is not a signal", getenv("ONRAMP_CKPT_SIGNAL"));
-		return 2;
+	// ONRAMP_CKPT_SIGNAL is "SIG@SECS" (spank/onramp, job_submit/onramp): the
+	// grammar every onramp part reads with migrate::parse_signal_spec.
+	const char *spec = getenv("ONRAMP_CKPT_SIGNAL");
+	int sig = SIGUSR2;
+	if (spec && *spec) {
+		Status sst = migrate::parse_signal_spec(spec, &sig, nullptr);
+		if (!sst.ok()) {
+			log_error("ONRAMP_CKPT_SIGNAL: %s", sst.message().c_str());
+			return 2;
+		}
 	}
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));

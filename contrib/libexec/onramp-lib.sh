@@ -3,6 +3,8 @@
 # shellcheck shell=bash
 
 ONRAMP_PROG=${ONRAMP_PROG:-${0##*/}}
+# Begins every node reason onramp writes; equals ONRAMP_REASON_PREFIX of
+# onramp.h (test_admin checks). A reason without it is an admin's.
 ONRAMP_REASON_PREFIX="onramp:"
 
 onramp_die() {
@@ -25,6 +27,12 @@ onramp_tool() {
 		fi
 	done
 	onramp_die "cannot find $name (set ONRAMP_LIBEXEC)"
+}
+
+# onramp_require_admin WHAT: exit 2 unless the caller is root or SlurmUser
+# (libonramp's one admin check, SlurmUser from slurmctld's configuration).
+onramp_require_admin() {
+	"$(onramp_tool onramp-config)" --require-admin "$1" || exit 2
 }
 
 # onramp_conf KEY [NODE]: the effective onramp.conf value (libonramp parses).

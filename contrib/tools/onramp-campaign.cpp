@@ -4,11 +4,15 @@
 // any point and re-run.
 //
 //   onramp-campaign [--conf F] [--db F] [--topology F] COMMAND --id ID ...
+//     --topology: default $ONRAMP_TOPOLOGY_CONF, else topology.conf beside
+//     onramp.conf (where topology/onramp reads it)
 //     plan --nodes HOSTLIST --fraction F --min-pass R --boot-timeout S
 //         create the campaign (or resume it: paused -> running); prints
 //         "created ID" or "resumed ID"
-//     wave                 the first wave not yet passed: "wave K" then
+//     wave [--json]        the first wave not yet passed: "wave K" then
 //                          "NODE STATE SINCE" lines; "done" when none is left
+//                          (--json: {"wave": K, "nodes": [{"node", "state",
+//                          "since"}]} or {"done": true})
 //     node --node N --state S [--code C] [--detail D]
 //     open-wave --wave K | close-wave --wave K
 //         close-wave: exit 0 when the wave's pass rate >= min-pass, else
@@ -56,6 +60,8 @@
 #include "hostlist.hpp"
 #include "json.hpp"
 #include "log.hpp"
+#include "number.hpp"
+#include "rewire/topology.hpp"
 
 using namespace onramp;
 using namespace onramp::campaign;
@@ -97,19 +103,12 @@ int fail(const Status &st)
 	return kError;
 }
 
-std::string slurm_dir()
-{
-	const char *c = getenv("SLURM_CONF");
-	std::string p = c && *c ? c : "/etc/slurm/slurm.conf";
-	auto s = p.rfind('/');
-	return s == std::string::npos ? "." : p.substr(0, s);
-}
-
-// node -> rack and rack -> size, from topology.conf.
-Status load_racks(const Args &a, std::map<std::string, std::string> *leaf_of,
+// node -> rack and rack -> size, from topology.conf (--topology, else where
+// topology/onramp reads it).
+Status load_racks(const Args &a, const Config &cfg, std::map<std::string, std::string> *leaf_of,
                   std::map<std::string, int> *sizes)
 {
-	std::string path = a.topology.empty() ? slurm_dir() + "/topology.conf" : a.topology;
+	std::string path = a.topology.empty() ? default_topology_path(cfg) : a.topology;
 	auto text = read_file(path);
 	if (!text.ok())
 		return Status::Error("racks come from topology.conf's leaf switches: " +
@@ -123,7 +122,7 @@ Status load_racks(const Args &a, std::map<std::string, std::string> *leaf_of,
 	return Status::Ok();
 }
 
-int cmd_plan(Journal &j, const Args &a)
+int cmd_plan(Journal &j, const Args &a, const Config &cfg)
 {
 	Status st = check_fraction(a.fraction);
 	if (!st.ok())
@@ -138,7 +137,7 @@ int cmd_plan(Journal &j, const Args &a)
 		return refuse("bad hostlist '" + a.nodes + "': " + hosts.status().message());
 	std::map<std::string, std::string> leaf_of;
 	std::map<std::string, int> sizes;
-	if (!(st = load_racks(a, &leaf_of, &sizes)).ok())
+	if (!(st = load_racks(a, cfg, &leaf_of, &sizes)).ok())
 		return fail(st);
 	std::vector<Member> members;
 	std::vector<std::string> unknown;
@@ -205,15 +204,28 @@ int cmd_wave(Journal &j, const Args &a)
 	for (const auto &w : waves.value()) {
 		if (w.state == "passed")
 			continue;
-		printf("wave %d\n", w.wave);
-		for (const auto &n : nodes.value())
-			if (n.wave == w.wave)
+		Json list = Json::array();
+		if (!a.json)
+			printf("wave %d\n", w.wave);
+		for (const auto &n : nodes.value()) {
+			if (n.wave != w.wave)
+				continue;
+			const int64_t since = n.times.count(n.state) ? n.times.at(n.state) : 0;
+			if (!a.json)
 				printf("%s %s %lld\n", n.node.c_str(), n.state.c_str(),
-				       static_cast<long long>(
-				           n.times.count(n.state) ? n.times.at(n.state) : 0));
+				       static_cast<long long>(since));
+			list.push(Json::object()
+			              .set("node", n.node)
+			              .set("state", n.state)
+			              .set("since", since));
+		}
+		if (a.json)
+			printf(
+			    "%s\n",
+			    Json::object().set("wave", w.wave).set("nodes", list).dump().c_str());
 		return kOk;
 	}
-	printf("done\n");
+	printf(a.json ? "{\"done\": true}\n" : "done\n");
 	return kOk;
 }
 
@@ -400,7 +412,7 @@ Facts gather_facts(const Args &a, const Config &cfg)
 	Facts f;
 	f.cfg = &cfg;
 	std::map<std::string, std::string> leaf_of;
-	load_racks(a, &leaf_of, &f.sizes); // optional here: caps shown when readable
+	load_racks(a, cfg, &leaf_of, &f.sizes); // optional here: caps shown when readable
 	f.base.feature = cfg.str("AdmittedFeature");
 	if (!a.slurm_state.empty()) {
 		auto t = read_file(a.slurm_state);
@@ -419,8 +431,8 @@ Facts gather_facts(const Args &a, const Config &cfg)
 	f.base.exporter = a.exporter;
 	f.base.rules = check_rules(cfg.str("AlertRulesFile"));
 	f.base.textfile_dir = cfg.str("MetricsTextfileDir");
-	auto fabric = fleet::load_fabric_model(
-	    cfg, a.topology.empty() ? slurm_dir() + "/topology.conf" : a.topology);
+	auto fabric = fleet::load_fabric_model(cfg, a.topology.empty() ? default_topology_path(cfg)
+	                                                               : a.topology);
 	if (fabric.ok()) // optional: the network layer's fabric diagnosis
 		f.fabric = std::move(fabric.value());
 	return f;
@@ -834,14 +846,14 @@ int cmd_simulate(int argc, char **argv)
 		if (i + 1 >= argc)
 			return refuse(o + " needs a value");
 		std::string v = argv[++i];
-		char *end = nullptr;
-		double d = strtod(v.c_str(), &end);
-		bool isnum = !v.empty() && !*end && std::isfinite(d);
+		auto num = parse_number(v);
+		const bool isnum = num.ok();
+		const double d = isnum ? num.value() : 0;
 		auto integer = [&](int *x) -> bool {
-			if (!isnum || d != std::floor(d) || d < 0 || d > 1e8)
-				return false;
-			*x = static_cast<int>(d);
-			return true;
+			auto n = parse_int(v, 0, 100000000);
+			if (n.ok())
+				*x = static_cast<int>(n.value());
+			return n.ok();
 		};
 		bool ok = true;
 		if (o == "--nodes")
@@ -859,8 +871,9 @@ int cmd_simulate(int argc, char **argv)
 		else if (o == "--fix-minutes")
 			ok = isnum && d >= 0, p.fix_minutes = d;
 		else if (o == "--seed") {
-			ok = isnum && d >= 0 && d == std::floor(d);
-			p.seed = static_cast<uint64_t>(d);
+			auto n = parse_int(v, 0);
+			ok = n.ok();
+			p.seed = n.ok() ? static_cast<uint64_t>(n.value()) : 0;
 		} else if (o == "--reboot-minutes" || o == "--test-minutes") {
 			auto dist = parse_dist(v, o.c_str(), o == "--reboot-minutes");
 			if (!dist.ok())
@@ -975,16 +988,24 @@ int main(int argc, char **argv)
 			}
 			return argv[++i];
 		};
+		// Strict numbers: "--wave 1.9" or "--budget 12abc" are refused, never
+		// truncated to another number.
 		auto num = [&](double *d) {
-			std::string v = val();
-			char *end = nullptr;
-			*d = strtod(v.c_str(), &end);
-			if (v.empty() || *end) {
-				log_error("%s: '%s' is not a number", o.c_str(), v.c_str());
+			auto r = parse_number(val());
+			if (!r.ok()) {
+				log_error("%s: %s", o.c_str(), r.status().message().c_str());
 				exit(kRefused);
 			}
+			*d = r.value();
 		};
-		double d;
+		auto integer = [&](int64_t lo, int64_t hi) -> int64_t {
+			auto r = parse_int(val(), lo, hi);
+			if (!r.ok()) {
+				log_error("%s: %s", o.c_str(), r.status().message().c_str());
+				exit(kRefused);
+			}
+			return r.value();
+		};
 		if (o == "--conf")
 			a.conf = val();
 		else if (o == "--db")
@@ -1022,11 +1043,11 @@ int main(int argc, char **argv)
 		else if (o == "--min-pass")
 			num(&a.min_pass);
 		else if (o == "--boot-timeout")
-			num(&d), a.boot_timeout = static_cast<int64_t>(d);
+			a.boot_timeout = integer(INT64_MIN, INT64_MAX);
 		else if (o == "--budget")
-			num(&d), a.budget = static_cast<int64_t>(d);
+			a.budget = integer(INT64_MIN, INT64_MAX);
 		else if (o == "--wave")
-			num(&d), a.wave = static_cast<int>(d);
+			a.wave = static_cast<int>(integer(0, INT32_MAX));
 		else if (o == "--json")
 			a.json = true;
 		else if (o == "-h" || o == "--help")
@@ -1062,7 +1083,7 @@ int main(int argc, char **argv)
 	Journal &j = *jr.value();
 	Status st;
 	if (a.cmd == "plan")
-		return cmd_plan(j, a);
+		return cmd_plan(j, a, cfg.value());
 	if (a.cmd == "wave")
 		return cmd_wave(j, a);
 	if (a.cmd == "node") {

@@ -5,11 +5,19 @@
 // Prints one value per line for each KEY (defaults applied, %n expanded
 // when --node is given; --seconds: durations in seconds); --check only
 // validates. Exit 0 ok, 2 bad input.
+//   onramp-config --require-admin WHAT
+// The admin check of onramp's shell tools: exit 0 when the caller is root
+// or SlurmUser (from slurmctld's configuration), else 2 with "only root or
+// SlurmUser (NAME) may WHAT" on stderr.
 #include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include <slurm/slurm.h>
+#include <unistd.h>
+
+#include "admin.hpp"
 #include "config.hpp"
 #include "log.hpp"
 
@@ -19,8 +27,29 @@ static int usage(FILE *f)
 {
 	fprintf(f,
 	        "usage: onramp-config [--conf FILE] [--node NAME] [--check] [--seconds] [--list] "
-	        "[KEY...]\n");
+	        "[KEY...]\n"
+	        "       onramp-config --require-admin WHAT\n");
 	return f == stdout ? 0 : 2;
+}
+
+// SlurmUser's uid from slurmctld's configuration (root when it cannot be
+// read: then only root passes).
+static int require_admin(const std::string &what)
+{
+	if (is_slurm_admin(getuid(), 0))
+		return 0; // root: no need to ask slurmctld
+	uid_t slurm_user = 0;
+	std::string name = "unknown: slurmctld's configuration could not be read";
+	slurm_conf_t *conf = nullptr;
+	if (slurm_load_ctl_conf(0, &conf) == SLURM_SUCCESS && conf) {
+		slurm_user = static_cast<uid_t>(conf->slurm_user_id);
+		name = conf->slurm_user_name ? conf->slurm_user_name : std::to_string(slurm_user);
+		slurm_free_ctl_conf(conf);
+	}
+	if (is_slurm_admin(getuid(), slurm_user))
+		return 0;
+	log_error("only root or SlurmUser (%s) may %s", name.c_str(), what.c_str());
+	return 2;
 }
 
 int main(int argc, char **argv)
@@ -31,7 +60,9 @@ int main(int argc, char **argv)
 	std::vector<std::string> keys;
 	for (int i = 1; i < argc; i++) {
 		std::string a = argv[i];
-		if ((a == "--conf" || a == "--node") && i + 1 < argc) {
+		if (a == "--require-admin" && i + 1 < argc) {
+			return require_admin(argv[i + 1]);
+		} else if ((a == "--conf" || a == "--node") && i + 1 < argc) {
 			(a == "--conf" ? path : node) = argv[++i];
 		} else if (a == "--check") {
 			// validation happens below in every case

@@ -10,6 +10,8 @@
 //   onramp-metrics serve [--conf F] [--listen ADDR:PORT] [--textfile-dir DIR]
 //       an exporter serving the controller metrics (plus, with
 //       --textfile-dir, the nodes' textfiles merged) on /metrics
+//       (libmicrohttpd: concurrent scrapes, GET/HEAD only, bounded URLs,
+//       connections and per-connection time; see serve())
 //
 // Whatever cannot be read (a missing sysfs counter, an unreadable file, a
 // garbage value) is logged and counted in onramp_metrics_read_errors; the
@@ -24,22 +26,26 @@
 #include <ctime>
 #include <dirent.h>
 #include <map>
+#include <microhttpd.h>
+#include <mutex>
+#include <pthread.h>
 #include <netinet/in.h>
 #include <set>
 #include <slurm/slurm.h>
-#include <sqlite3.h>
 #include <string>
-#include <sys/socket.h>
 #include <unistd.h>
 #include <vector>
 
 #include "admit/record.hpp"
 #include "atomic_file.hpp"
+#include "campaign/journal.hpp"
 #include "config.hpp"
 #include "hostlist.hpp"
 #include "log.hpp"
 #include "metrics/exposition.hpp"
 #include "migrate/journal.hpp"
+#include "number.hpp"
+#include "onramp.h"
 #include "rewire/window.hpp"
 
 using namespace onramp;
@@ -283,7 +289,7 @@ void collect_slurm(Exposition &e, const Config &cfg)
 		bool drain = (n->node_state & NODE_STATE_DRAIN) != 0;
 		if (reserved.count(n->name))
 			count["under_admission"]++;
-		else if (drain && reason.rfind("onramp:", 0) == 0)
+		else if (drain && reason.rfind(ONRAMP_REASON_PREFIX, 0) == 0)
 			count["drained_by_onramp"]++;
 		else if (drain)
 			count["drained_other"]++;
@@ -350,28 +356,6 @@ void collect_topology(Exposition &e, const Config &cfg)
 	}
 }
 
-// Rows of a query against onramp's journal; an absent table is no error.
-void query(Exposition &e, sqlite3 *db, const char *sql,
-           const std::function<void(sqlite3_stmt *)> &row)
-{
-	sqlite3_stmt *st = nullptr;
-	if (sqlite3_prepare_v2(db, sql, -1, &st, nullptr) != SQLITE_OK) {
-		std::string m = sqlite3_errmsg(db);
-		if (m.find("no such table") == std::string::npos)
-			e.read_error("journal", m);
-		return;
-	}
-	while (sqlite3_step(st) == SQLITE_ROW)
-		row(st);
-	sqlite3_finalize(st);
-}
-
-std::string col(sqlite3_stmt *st, int i)
-{
-	const unsigned char *t = sqlite3_column_text(st, i);
-	return t ? reinterpret_cast<const char *>(t) : "";
-}
-
 void collect_journal(Exposition &e, const Config &cfg)
 {
 	e.family("onramp_campaign_nodes", "gauge",
@@ -382,34 +366,42 @@ void collect_journal(Exposition &e, const Config &cfg)
 	std::string path = cfg.str("StateDir") + "/onramp.db";
 	if (access(path.c_str(), R_OK) != 0)
 		return; // no campaign or migration yet
-	sqlite3 *db = nullptr;
-	if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
-		e.read_error("journal", path + ": " + (db ? sqlite3_errmsg(db) : "cannot open"));
-		sqlite3_close(db);
+	// Read through the campaign journal's own API (its schema lives there).
+	auto j = campaign::Journal::open_readonly(path);
+	if (!j.ok()) {
+		e.read_error("journal", j.status().message());
 		return;
 	}
-	sqlite3_busy_timeout(db, 2000);
-	query(e, db, "SELECT campaign, wave, state, COUNT(*) FROM expand_nodes GROUP BY 1, 2, 3",
-	      [&](sqlite3_stmt *st) {
-		      e.sample(
-		          "onramp_campaign_nodes",
-		          {{"campaign", col(st, 0)}, {"wave", col(st, 1)}, {"state", col(st, 2)}},
-		          sqlite3_column_double(st, 3));
-	      });
-	query(e, db, "SELECT id, state FROM expand_campaigns", [&](sqlite3_stmt *st) {
-		e.sample("onramp_campaign_state", {{"campaign", col(st, 0)}, {"state", col(st, 1)}},
-		         1);
-	});
-	double now = double(time(nullptr));
-	query(e, db,
-	      "SELECT campaign, node, t_rebooting FROM expand_nodes WHERE t_rebooting IS NOT NULL "
-	      "AND state NOT IN ('admitted', 'drained', 'boot_timeout', 'planned')",
-	      [&](sqlite3_stmt *st) {
-		      e.sample("onramp_campaign_node_in_flight_seconds",
-		               {{"campaign", col(st, 0)}, {"node", col(st, 1)}},
-		               now - sqlite3_column_double(st, 2));
-	      });
-	sqlite3_close(db);
+	auto campaigns = j.value()->campaigns();
+	if (!campaigns.ok()) {
+		e.read_error("journal", path + ": " + campaigns.status().message());
+		return;
+	}
+	const double now = double(time(nullptr));
+	for (const auto &c : campaigns.value()) {
+		e.sample("onramp_campaign_state", {{"campaign", c.id}, {"state", c.state}}, 1);
+		auto nodes = j.value()->nodes(c.id);
+		if (!nodes.ok()) {
+			e.read_error("journal", path + ": " + nodes.status().message());
+			continue;
+		}
+		std::map<std::pair<int, std::string>, int> by_wave_state;
+		for (const auto &n : nodes.value()) {
+			by_wave_state[{n.wave, n.state}]++;
+			auto reboot = n.times.find("rebooting");
+			if (reboot != n.times.end() && !campaign::final_node_state(n.state) &&
+			    n.state != "planned")
+				e.sample("onramp_campaign_node_in_flight_seconds",
+				         {{"campaign", c.id}, {"node", n.node}},
+				         now - double(reboot->second));
+		}
+		for (const auto &[ws, count] : by_wave_state)
+			e.sample("onramp_campaign_nodes",
+			         {{"campaign", c.id},
+			          {"wave", std::to_string(ws.first)},
+			          {"state", ws.second}},
+			         count);
+	}
 }
 
 // onrampctl migrate's journal (<StateDir>/migrate.db).
@@ -463,82 +455,111 @@ std::string controller_text(const Config &cfg, const std::string &textfile_dir)
 	return e.text();
 }
 
-volatile sig_atomic_t g_stop = 0;
+// The exporter's HTTP side is libmicrohttpd: a small pool of polling threads
+// multiplexes every connection, so an idle or slow client holds one of
+// kMaxConnections slots until kConnTimeout, never a thread another scrape
+// needs. Limits: GET and HEAD only, URLs of at most kMaxUrl bytes, request
+// line and headers within kConnMemory bytes. Collecting is serialized
+// (libslurm and SQLite calls one at a time); sending is not.
+constexpr unsigned kPoolThreads = 4;
+constexpr unsigned kMaxConnections = 64;
+constexpr unsigned kMaxPerIp = 32;
+constexpr unsigned kConnTimeout = 10; // seconds
+constexpr size_t kConnMemory = 32 * 1024;
+constexpr size_t kMaxUrl = 256;
+
+struct Exporter {
+	std::string conf, textfile_dir;
+	std::mutex collect;
+};
+
+std::string scrape(Exporter &x, unsigned *code)
+{
+	std::lock_guard<std::mutex> lock(x.collect);
+	try {
+		auto cfg = Config::load(x.conf);
+		if (cfg.ok())
+			return controller_text(cfg.value(), x.textfile_dir);
+		Exposition e;
+		e.read_error("onramp.conf", cfg.status().message());
+		log_warn("%s", cfg.status().message().c_str());
+		return e.text();
+	} catch (const std::exception &ex) {
+		*code = MHD_HTTP_INTERNAL_SERVER_ERROR;
+		return std::string("error: ") + ex.what() + "\n";
+	}
+}
+
+MHD_Result reply(MHD_Connection *conn, unsigned code, const std::string &body)
+{
+	MHD_Response *r = MHD_create_response_from_buffer(
+	    body.size(), const_cast<char *>(body.data()), MHD_RESPMEM_MUST_COPY);
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+	                        code == MHD_HTTP_OK ? "text/plain; version=0.0.4; charset=utf-8"
+	                                            : "text/plain; charset=utf-8");
+	if (code == MHD_HTTP_METHOD_NOT_ALLOWED)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+	MHD_Result ret = MHD_queue_response(conn, code, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+MHD_Result answer(void *cls, MHD_Connection *conn, const char *url, const char *method,
+                  const char *, const char *, size_t *upload_size, void **)
+{
+	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0) {
+		*upload_size = 0; // the body is not read
+		return reply(conn, MHD_HTTP_METHOD_NOT_ALLOWED,
+		             "onramp exporter: GET or HEAD only\n");
+	}
+	if (strlen(url) > kMaxUrl)
+		return reply(conn, MHD_HTTP_URI_TOO_LONG, "onramp exporter: URL too long\n");
+	if (strcmp(url, "/metrics") != 0)
+		return reply(conn, MHD_HTTP_NOT_FOUND, "onramp exporter: try /metrics\n");
+	unsigned code = MHD_HTTP_OK;
+	std::string body = scrape(*static_cast<Exporter *>(cls), &code);
+	return reply(conn, code, body);
+}
 
 int serve(const std::string &conf, const std::string &listen_at, const std::string &textfile_dir)
 {
 	size_t colon = listen_at.rfind(':');
 	std::string host = colon == std::string::npos ? "127.0.0.1" : listen_at.substr(0, colon);
-	int port =
-	    atoi(colon == std::string::npos ? listen_at.c_str() : listen_at.c_str() + colon + 1);
+	auto port = parse_int(colon == std::string::npos ? listen_at : listen_at.substr(colon + 1),
+	                      1, 65535);
 	sockaddr_in addr{};
 	addr.sin_family = AF_INET;
-	addr.sin_port = htons(static_cast<uint16_t>(port));
-	if (port <= 0 || port > 65535 || inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) {
+	addr.sin_port = htons(static_cast<uint16_t>(port.ok() ? port.value() : 0));
+	if (!port.ok() || inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) {
 		log_error("--listen %s: not an IPv4 ADDR:PORT", listen_at.c_str());
 		return 2;
 	}
-	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	int one = 1;
-	setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-	if (bind(s, reinterpret_cast<sockaddr *>(&addr), sizeof addr) || listen(s, 16)) {
+	// SIGTERM/SIGINT are taken by sigwait below: blocked before the pool's
+	// threads start, so they inherit the mask and no thread is interrupted.
+	sigset_t stop;
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+	signal(SIGPIPE, SIG_IGN);
+	Exporter x{conf, textfile_dir, {}};
+	MHD_Daemon *d = MHD_start_daemon(
+	    MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, nullptr, nullptr, &answer, &x,
+	    MHD_OPTION_SOCK_ADDR, reinterpret_cast<sockaddr *>(&addr),
+	    MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_THREAD_POOL_SIZE, kPoolThreads,
+	    MHD_OPTION_CONNECTION_LIMIT, kMaxConnections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+	    kMaxPerIp, MHD_OPTION_CONNECTION_TIMEOUT, kConnTimeout,
+	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, kConnMemory, MHD_OPTION_END);
+	if (!d) {
 		log_error("cannot listen on %s: %s", listen_at.c_str(), strerror(errno));
 		return 1;
 	}
-	signal(SIGPIPE, SIG_IGN);
-	// No SA_RESTART: a signal must interrupt accept() so the loop ends.
-	struct sigaction sa = {};
-	sa.sa_handler = [](int) { g_stop = 1; };
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGTERM, &sa, nullptr);
-	sigaction(SIGINT, &sa, nullptr);
 	log_info("serving /metrics on %s", listen_at.c_str());
-	while (!g_stop) {
-		int c = accept4(s, nullptr, nullptr, SOCK_CLOEXEC);
-		if (c < 0)
-			continue;
-		timeval tv{5, 0};
-		setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-		setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-		char buf[2048];
-		ssize_t n = recv(c, buf, sizeof buf - 1, 0);
-		std::string req = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
-		std::string status = "200 OK", body,
-		            type = "text/plain; version=0.0.4; charset=utf-8";
-		if (req.rfind("GET /metrics", 0) == 0) {
-			try {
-				auto cfg = Config::load(conf);
-				if (cfg.ok()) {
-					body = controller_text(cfg.value(), textfile_dir);
-				} else {
-					Exposition e;
-					e.read_error("onramp.conf", cfg.status().message());
-					log_warn("%s", cfg.status().message().c_str());
-					body = e.text();
-				}
-			} catch (const std::exception &ex) {
-				status = "500 Internal Server Error";
-				body = std::string("error: ") + ex.what() + "\n";
-			}
-		} else {
-			status = "404 Not Found";
-			body = "onramp exporter: try /metrics\n";
-		}
-		std::string resp = "HTTP/1.0 " + status + "\r\nContent-Type: " + type +
-		                   "\r\nContent-Length: " + std::to_string(body.size()) +
-		                   "\r\nConnection: close\r\n\r\n" + body;
-		const char *p = resp.data();
-		size_t left = resp.size();
-		while (left > 0) {
-			ssize_t w = send(c, p, left, 0);
-			if (w <= 0)
-				break;
-			p += w;
-			left -= static_cast<size_t>(w);
-		}
-		close(c);
-	}
-	close(s);
+	int sig = 0;
+	sigwait(&stop, &sig);
+	MHD_stop_daemon(d);
 	return 0;
 }
 

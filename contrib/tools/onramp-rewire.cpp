@@ -9,7 +9,9 @@
 //   onramp-rewire [--conf F] set ID STATE          planned|active|done
 //   onramp-rewire [--conf F] stage ID N            record the ECMP stage index
 //   onramp-rewire [--conf F] status                one line per window
-//   onramp-rewire [--conf F] cut ID                the leaves ID cuts, "leaf nodes"
+//   onramp-rewire [--conf F] cut ID [--json]       the leaves ID cuts, "leaf nodes";
+//                                                  --json: {"window", "leaves": [{"leaf",
+//                                                  "nodes"}]} for the shell (jq)
 //   onramp-rewire [--conf F] check [--fail SW...]  fault domains (exit 1: a single
 //                                                  spine failure cuts a leaf)
 #include <algorithm>
@@ -23,7 +25,9 @@
 #include "atomic_file.hpp"
 #include "config.hpp"
 #include "hostlist.hpp"
+#include "json.hpp"
 #include "log.hpp"
+#include "number.hpp"
 #include "rewire/window.hpp"
 
 using namespace onramp;
@@ -159,8 +163,10 @@ int cmd_check(const Ctx &c, const std::vector<std::string> &fails)
 
 int usage(FILE *f)
 {
-	fprintf(f, "usage: onramp-rewire [--conf FILE] validate [PLAN] | install PLAN | set ID "
-	           "planned|active|done | stage ID N | status | cut ID | check [--fail SW...]\n");
+	fprintf(
+	    f,
+	    "usage: onramp-rewire [--conf FILE] validate [PLAN] | install PLAN | set ID "
+	    "planned|active|done | stage ID N | status | cut ID [--json] | check [--fail SW...]\n");
 	return f == stdout ? 0 : kBadInput;
 }
 
@@ -233,9 +239,21 @@ int main(int argc, char **argv)
 	if (!w)
 		return fail(p.origin + ": no window '" + args[0] + "'");
 	if (cmd == "cut") {
+		if (args.size() > 2 || (args.size() == 2 && args[1] != "--json"))
+			return usage(stderr);
 		auto nodes = leaf_nodes(c.topo);
-		for (const auto &l : window_cut(*w, c.topo, c.fabric.get()))
-			printf("%s %s\n", l.c_str(), nodes[l].c_str());
+		Json leaves = Json::array();
+		for (const auto &l : window_cut(*w, c.topo, c.fabric.get())) {
+			if (args.size() == 1)
+				printf("%s %s\n", l.c_str(), nodes[l].c_str());
+			leaves.push(Json::object().set("leaf", l).set("nodes", nodes[l]));
+		}
+		if (args.size() == 2)
+			printf("%s\n", Json::object()
+			                   .set("window", w->id)
+			                   .set("leaves", leaves)
+			                   .dump(false)
+			                   .c_str());
 		return 0;
 	}
 	if (cmd == "set" && args.size() == 2) {
@@ -248,13 +266,12 @@ int main(int argc, char **argv)
 			return fail("state '" + args[1] + "' is not planned, active or done");
 		w->state = s->second;
 	} else if (cmd == "stage" && args.size() == 2) {
-		char *end = nullptr;
-		long n = strtol(args[1].c_str(), &end, 10);
-		if (!end || *end || n < 0 || n >= static_cast<long>(w->stages.size()))
+		auto n = parse_int(args[1], 0, static_cast<int64_t>(w->stages.size()) - 1);
+		if (!n.ok())
 			return fail(
 			    strprintf("stage '%s' is not an index of window %s's %zu stages",
 			              args[1].c_str(), w->id.c_str(), w->stages.size()));
-		w->stage = static_cast<int>(n);
+		w->stage = static_cast<int>(n.value());
 	} else {
 		return usage(stderr);
 	}

@@ -275,6 +275,45 @@ EOS
 	[[ $output == *"no campaign 'nosuch'"* ]]
 }
 
+@test "the planner reads racks from the topology.conf that ONRAMP_TOPOLOGY_CONF names, continuation lines joined" {
+	local topo=$BATS_TEST_TMPDIR/topology.conf db=$BATS_TEST_TMPDIR/campaign.db
+	printf 'SwitchName=leafA \\\n  Nodes=node[1-2]\nSwitchName=leafB Nodes=node3,\\\nnode4\nSwitchName=top Switches=leaf[A-B]\n' >"$topo"
+	run env ONRAMP_TOPOLOGY_CONF="$topo" "$ONRAMP_REPO/contrib/tools/onramp-campaign" --db "$db" \
+		plan --id t1 --nodes 'node[5-6]' --fraction 0.5 --min-pass 1 --boot-timeout 60
+	echo "$output"
+	[ "$status" -eq 2 ]
+	[[ $output == *"unknown node(s) node[5-6]"* ]]
+	run env ONRAMP_TOPOLOGY_CONF="$topo" "$ONRAMP_REPO/contrib/tools/onramp-campaign" --db "$db" \
+		plan --id t2 --nodes 'node[1-4]' --fraction 0.5 --min-pass 1 --boot-timeout 60
+	echo "$output"
+	[ "$status" -eq 0 ]
+	run env ONRAMP_TOPOLOGY_CONF="$topo" "$ONRAMP_REPO/contrib/tools/onramp-campaign" --db "$db" wave --id t2
+	echo "$output"
+	[[ $output == "wave 1"* ]]
+	# one node per rack of two at 0.5: node1 (leafA) and node3 (leafB)
+	[ "$(echo "$output" | sed 1d | wc -l)" -eq 2 ]
+	# what onrampctl-expand reads (with jq)
+	run env ONRAMP_TOPOLOGY_CONF="$topo" "$ONRAMP_REPO/contrib/tools/onramp-campaign" --db "$db" wave --id t2 --json
+	echo "$output"
+	jq -e '.wave == 1 and ([.nodes[].node] | sort) == ["node1", "node3"]' <<<"$output"
+}
+
+@test "onramp-campaign refuses numbers that are not integers instead of truncating them" {
+	local db=$BATS_TEST_TMPDIR/campaign.db camp=$ONRAMP_REPO/contrib/tools/onramp-campaign
+	"$camp" --db "$db" plan --id n1 --nodes node1 --fraction 0.5 --min-pass 1 --boot-timeout 60
+	for w in 1.9 1e0 1, 99999999999 " 1" ""; do
+		run "$camp" --db "$db" open-wave --id n1 --wave "$w"
+		echo "$w: $output"
+		[ "$status" -eq 2 ]
+		[[ $output == *"--wave: '$w' is "* ]]
+	done
+	run "$camp" --db "$db" plan --id n2 --nodes node2 --fraction 0.5 --min-pass 1 --boot-timeout 60.5
+	[ "$status" -eq 2 ]
+	[[ $output == *"not an integer"* ]]
+	run "$camp" --db "$db" open-wave --id n1 --wave 1
+	[ "$status" -eq 0 ]
+}
+
 # booted_count NODE FROM_LINE: "NODE booted" lines of reboot.log after line FROM_LINE.
 booted_count() {
 	tail -n +"$(($2 + 1))" "$ONRAMP_REBOOT_LOG" 2>/dev/null | grep -c " $1 booted:" || true

@@ -211,6 +211,39 @@ trained() { [[ $(wc -l <"$ONRAMP_JOBS_DIR/$1.ckpt/loss.log" 2>/dev/null || echo 
 	kill "$exporter"
 }
 
+@test "the exporter answers a scrape while idle and trickling clients hold connections, and GET/HEAD only" {
+	local port=$((PORT_BASE + 12)) url i code
+	url=http://127.0.0.1:$port/metrics
+	"$METRICS" serve --listen "127.0.0.1:$port" 2>"$BATS_TEST_TMPDIR/exporter.log" 3>&- &
+	echo $! >>"$BATS_TEST_TMPDIR/pids"
+	wait_for 10 "the exporter" curl -sf "$url" -o /dev/null
+	# Four clients connect and send nothing; one sends a byte a second.
+	for i in 1 2 3 4; do
+		(exec 5<>"/dev/tcp/127.0.0.1/$port" && sleep 25) 3>&- &
+		echo $! >>"$BATS_TEST_TMPDIR/pids"
+	done
+	(exec 5<>"/dev/tcp/127.0.0.1/$port" && for c in G E T ' ' / m e t r; do
+		printf %s "$c" >&5
+		sleep 1
+	done) 3>&- &
+	echo $! >>"$BATS_TEST_TMPDIR/pids"
+	sleep 1
+	# Two scrapes at once both succeed, well before any client times out.
+	curl -sf --max-time 8 "$url" -o "$BATS_TEST_TMPDIR/a" 3>&- &
+	i=$!
+	run curl -sf --max-time 8 "$url"
+	[ "$status" -eq 0 ]
+	[[ $output == *"onramp_nodes"* ]]
+	wait "$i"
+	grep -q onramp_nodes "$BATS_TEST_TMPDIR/a"
+	code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 8 -I "$url")
+	[ "$code" = 200 ]
+	code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 8 -X POST -d x=1 "$url")
+	[ "$code" = 405 ]
+	code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 8 "$url/$(printf 'a%.0s' {1..300})")
+	[ "$code" = 414 ]
+}
+
 @test "the Grafana dashboard uses only metrics onramp exports or records" {
 	local dash=$ONRAMP_REPO/contrib/grafana/onramp-dashboard.json m known
 	known="$("$METRICS" node --node node1; "$METRICS" controller; cat "$RULES/onramp-rules.yml")

@@ -180,6 +180,19 @@ plan_file() {
 EOP
 }
 
+@test "only root or SlurmUser may change rewiring windows: refused with exit 2, naming SlurmUser" {
+	local plan=$BATS_TEST_TMPDIR/plan.json su
+	plan_file "$plan" w9 '["leaf3"]'
+	su=$(scontrol show config | sed -n 's/^SlurmUser *= *\([^(]*\).*/\1/p')
+	run as_user "$ONRAMPCTL" rewire plan "$plan"
+	echo "$output"
+	[ "$status" -eq 2 ]
+	[[ $output == *"only root or SlurmUser ($su) may change rewiring windows"* ]]
+	run as_user "$ONRAMPCTL" expand node1
+	[ "$status" -eq 2 ]
+	[[ $output == *"only root or SlurmUser ($su) may run expansion campaigns"* ]]
+}
+
 @test "onrampctl rewire plan/start/advance/finish: the cut is confirmed, finish releases what onramp held" {
 	local plan=$BATS_TEST_TMPDIR/plan.json j
 	plan_file "$plan" w2 '["leaf2"]'

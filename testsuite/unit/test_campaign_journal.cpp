@@ -3,6 +3,8 @@
 // reopening, overlap detection, pairs.
 #include "unit.hpp"
 
+#include <unistd.h>
+
 #include <sqlite3.h>
 
 #include "campaign/journal.hpp"
@@ -163,6 +165,35 @@ static void smoke_rows_once_per_rack_and_survive_reopening(void **)
 	assert_int_equal(j->smokes("other")->size(), 0);
 }
 
+// A reader (the metrics exporter) opens the journal read-only: it sees what
+// the writer committed, never creates a database and cannot write.
+static void a_read_only_reader_sees_the_journal_and_cannot_write(void **)
+{
+	std::string dir = unit_tmpdir();
+	assert_false(Journal::open_readonly(dir + "/onramp.db").ok());
+	assert_false(access((dir + "/onramp.db").c_str(), F_OK) == 0);
+	auto w = with_c1(dir);
+	assert_true(w->set_node("c1", "node1", "rebooting", "", "", 150).ok());
+	auto r = Journal::open_readonly(dir + "/onramp.db");
+	assert_true(r.ok());
+	auto cs = r.value()->campaigns();
+	assert_true(cs.ok());
+	assert_int_equal(cs->size(), 1);
+	assert_string_equal(cs->at(0).id.c_str(), "c1");
+	auto nodes = r.value()->nodes("c1");
+	assert_true(nodes.ok());
+	assert_int_equal(nodes->size(), 4);
+	bool seen = false;
+	for (const auto &n : nodes.value())
+		if (n.node == "node1") {
+			seen = true;
+			assert_string_equal(n.state.c_str(), "rebooting");
+			assert_int_equal(n.times.at("rebooting"), 150);
+		}
+	assert_true(seen);
+	assert_false(r.value()->set_node("c1", "node2", "rebooting", "", "", 160).ok());
+}
+
 int main()
 {
 	const struct CMUnitTest tests[] = {
@@ -172,6 +203,7 @@ int main()
 	    cmocka_unit_test(overlaps_name_the_other_campaign),
 	    cmocka_unit_test(pairs_are_added_once),
 	    cmocka_unit_test(smoke_rows_once_per_rack_and_survive_reopening),
+	    cmocka_unit_test(a_read_only_reader_sees_the_journal_and_cannot_write),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

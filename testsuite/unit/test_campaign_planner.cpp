@@ -7,6 +7,7 @@
 #include <set>
 
 #include "campaign/planner.hpp"
+#include "rewire/topology.hpp"
 #include "log.hpp"
 
 using namespace onramp;
@@ -153,6 +154,44 @@ static void topology_gives_leaf_racks(void **)
 	assert_contains(bad.status().message(), "topology.conf:1");
 }
 
+// The planner and topology/onramp read racks from the same topology.conf the
+// same way: continuation lines joined, the leaves' Nodes= expanded.
+static void planner_racks_agree_with_the_topology_plugin(void **)
+{
+	const std::string text = "SwitchName=leaf1 \\\n"
+	                         "   Nodes=node[1-3]\n"
+	                         "SwitchName=leaf2 Nodes=node4,\\\n"
+	                         "node[5-6] # rack 2\n"
+	                         "SwitchName=spine1 \\\n Switches=leaf[1-2]\n";
+	auto racks = parse_topology(text, "topology.conf");
+	assert_true(racks.ok());
+	auto conf = topology_parse(text, "topology.conf");
+	assert_true(conf.ok());
+	auto nodes = topology_node_names(conf.value());
+	assert_true(nodes.ok());
+	auto table = build_switch_table(conf.value(), nodes.value());
+	assert_true(table.ok());
+	size_t leaf_nodes = 0;
+	for (const auto &sw : table->sw) {
+		if (sw.level != 0)
+			continue;
+		for (int i : sw.node_index) {
+			const std::string &n = nodes.value()[static_cast<size_t>(i)];
+			assert_true(racks->count(n) == 1);
+			assert_string_equal(racks->at(n).c_str(), sw.name.c_str());
+			leaf_nodes++;
+		}
+	}
+	assert_int_equal(leaf_nodes, 6);
+	assert_int_equal(racks->size(), leaf_nodes);
+	// Errors name the file and the first line of the joined line.
+	auto bad = parse_topology("SwitchName=leaf1 Nodes=node[1-2]\nSwitchName=leaf2 \\\n"
+	                          "Nodes=node[3-\n",
+	                          "topology.conf");
+	assert_false(bad.ok());
+	assert_contains(bad.status().message(), "topology.conf:2");
+}
+
 int main()
 {
 	const struct CMUnitTest tests[] = {
@@ -164,6 +203,7 @@ int main()
 	    cmocka_unit_test(bad_members_are_refused),
 	    cmocka_unit_test(pairs_cover_every_rack_and_five_percent),
 	    cmocka_unit_test(topology_gives_leaf_racks),
+	    cmocka_unit_test(planner_racks_agree_with_the_topology_plugin),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

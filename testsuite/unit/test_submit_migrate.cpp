@@ -4,6 +4,7 @@
 #include <csignal>
 
 #include "migrate/migrate.hpp"
+#include "onramp.h"
 #include "submit.hpp"
 
 using namespace onramp;
@@ -296,6 +297,38 @@ static void checkpoint_signal_specs_and_how_migrate_signals(void **)
 	assert_contains(s.message(), "MigrateSignalTarget");
 }
 
+// spank/onramp checks --checkpoint-signal at sbatch time with the C API;
+// job_submit/onramp parses it with parse_checkpoint_signal: one validator, so
+// a spec the one accepts the other accepts, and the same for refusals.
+static void spank_and_job_submit_accept_the_same_checkpoint_signals(void **)
+{
+	const char *specs[] = {
+	    "USR1",   "B:USR2@90",  "s:TERM",      "F:10@30",  "SIGQUIT@60", "ALRM",    "B:ALRM@5",
+	    "HUP",    "URG",        "CONT",        "INT",      "64",         "SIG12@0", "KILL",
+	    "STOP",   "9",          "19",          "0",        "65",         "X:USR1",  "USR1@",
+	    "USR1@x", "USR1@65536", "USR1@123456", "",         "B:",         "FOO",     "USR1@-1",
+	    "1234",   "SIG",        "@30",         "USR1 @30", "usr1"};
+	for (const char *spec : specs) {
+		int sig = 0, secs = 0;
+		migrate::SignalTarget t = migrate::SignalTarget::Full;
+		bool has_target = false;
+		const bool cpp =
+		    migrate::parse_checkpoint_signal(spec, &sig, &secs, &t, &has_target).ok();
+		char err[256] = "";
+		const bool c = onramp_checkpoint_signal_check(spec, err, sizeof(err)) == 0;
+		if (c != cpp)
+			fail_msg("'%s': spank says %d, job_submit says %d", spec, c, cpp);
+		if (!c)
+			assert_contains(err, spec);
+	}
+	char err[256];
+	assert_int_equal(onramp_checkpoint_signal_check("B:QUIT@60", err, sizeof(err)), 0);
+	assert_int_equal(onramp_checkpoint_signal_check("ALRM", err, sizeof(err)), 0);
+	assert_int_equal(onramp_checkpoint_signal_check(nullptr, err, sizeof(err)), -1);
+	assert_int_equal(onramp_checkpoint_signal_check("KILL", err, sizeof(err)), -1);
+	assert_contains(err, "not a usable signal");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -308,6 +341,7 @@ int main(void)
 	    cmocka_unit_test(jobs_naming_no_partition_or_qos_count_in_the_defaults),
 	    cmocka_unit_test(the_checkpoint_signal_reaches_whom_the_job_needs),
 	    cmocka_unit_test(checkpoint_signal_specs_and_how_migrate_signals),
+	    cmocka_unit_test(spank_and_job_submit_accept_the_same_checkpoint_signals),
 	};
 	return cmocka_run_group_tests_name("submit_migrate", tests, NULL, NULL);
 }

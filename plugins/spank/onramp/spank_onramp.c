@@ -15,7 +15,8 @@
  *  tasks get ONRAMP_CKPT_DIR, ONRAMP_CKPT_SIGNAL, ONRAMP_RESTART_COUNT and,
  *  on a restart, ONRAMP_RESUME_MANIFEST: the newest generation that verifies.
  *
- *  Uses only Slurm's public spank.h; onramp_ckpt.h for the protocol.
+ *  Uses only Slurm's public spank.h; onramp_ckpt.h for the protocol and
+ *  onramp.h for the signal grammar (shared with job_submit/onramp).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,7 @@
 #include <slurm/spank.h>
 
 #include "migrate/onramp_ckpt.h"
+#include "onramp.h"
 
 SPANK_PLUGIN(onramp, 1);
 
@@ -34,37 +36,6 @@ static char *opt_signal = NULL;
 static const char *_strip_target(const char *s)
 {
 	return (s[0] && s[1] == ':' && strchr("BbSsFf", s[0])) ? s + 2 : s;
-}
-
-static int _valid_signal(const char *s)
-{
-	const char *names[] = {"USR1", "USR2", "TERM", "INT", "HUP", "URG", "CONT", NULL};
-	char buf[32];
-	size_t n;
-	if (s[0] && s[1] == ':' && !strchr("BbSsFf", s[0]))
-		return 0;
-	s = _strip_target(s);
-	n = strcspn(s, "@");
-	if (n == 0 || n >= sizeof(buf))
-		return 0;
-	memcpy(buf, s, n);
-	buf[n] = '\0';
-	const char *p = strncmp(buf, "SIG", 3) == 0 ? buf + 3 : buf;
-	if (strspn(p, "0123456789") == strlen(p)) {
-		int v = atoi(p);
-		if (v <= 0 || v >= 65 || v == 9 || v == 19)
-			return 0;
-	} else {
-		int ok = 0;
-		for (int i = 0; names[i]; i++)
-			ok |= strcmp(p, names[i]) == 0;
-		if (!ok)
-			return 0;
-	}
-	if (s[n] == '@')
-		return s[n + 1] && strspn(s + n + 1, "0123456789") == strlen(s + n + 1) &&
-		       strlen(s + n + 1) <= 5 && atoi(s + n + 1) <= 65535;
-	return 1;
 }
 
 static int _opt_dir(int val, const char *optarg, int remote)
@@ -85,11 +56,12 @@ static int _opt_signal(int val, const char *optarg, int remote)
 {
 	(void)val;
 	(void)remote;
-	if (!optarg || !_valid_signal(optarg)) {
-		slurm_error(
-		    "spank/onramp: --checkpoint-signal: '%s' is not [B:|S:|F:]SIG[@SECONDS] "
-		    "(USR1, USR2, TERM, ... or a number; B: batch shell, S: steps, F: both)",
-		    optarg ? optarg : "");
+	char err[256];
+	/* The one validator: job_submit/onramp reads the same grammar. */
+	if (onramp_checkpoint_signal_check(optarg, err, sizeof(err)) != 0) {
+		slurm_error("spank/onramp: --checkpoint-signal: %s ([B:|S:|F:]SIG[@SECONDS]; "
+		            "B: batch shell, S: steps, F: both)",
+		            err);
 		return -1;
 	}
 	free(opt_signal);
