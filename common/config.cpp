@@ -69,6 +69,11 @@ const std::vector<KeySpec> &config_schema()
 	     "report checks each new node has its file there"},
 	    {"RollbackWindow", KeyType::Duration, "7200", nullptr, 0, 30 * 86400,
 	     "how long the previous checkpoint generation is kept after a migration"},
+	    {"CheckpointVerifyMaxGiB", KeyType::Int, "4096", nullptr, 1, 1048576,
+	     "the most GiB one checkpoint verification may read: a manifest naming more is "
+	     "refused before anything is hashed"},
+	    {"CheckpointVerifyTimeout", KeyType::Duration, "3600", nullptr, 1, 7 * 86400,
+	     "how long one checkpoint verification may take before it is refused"},
 	    {"FabricFile", KeyType::Path, nullptr, nullptr, 0, 0,
 	     "the fabric's Clos uplink map (JSON, onramp-rewire(5)), validated against "
 	     "topology.conf"},

@@ -1,11 +1,16 @@
 #include "hostlist.hpp"
 
+#include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <cstdlib>
 #include <slurm/slurm.h>
 
 namespace onramp {
 namespace {
+
+const uint64_t kMaxHosts = 1u << 20;
+const uint64_t kMaxRange = 64 * 1024; // libslurm's MAX_RANGE
 
 Status validate(const std::string &expr)
 {
@@ -33,6 +38,56 @@ Status validate(const std::string &expr)
 	}
 	if (depth != 0)
 		return Status::Error("hostlist '" + expr + "': unmatched '['");
+	// Every name non-empty with at most one [...], every range N or N-M with
+	// N <= M (at most 18 digits, kMaxRange hosts), at most kMaxHosts hosts in
+	// all: libslurm takes "node[1-4,]", "node[5-4]", "a[1]b[2]", "n[1-99999]"
+	// or "a,,b" and leaks.
+	auto digits = [](const std::string &d) {
+		return !d.empty() && d.size() <= 18 &&
+		       d.find_first_not_of("0123456789") == std::string::npos;
+	};
+	auto bad = [&](const std::string &what, size_t at) {
+		return Status::Error("hostlist '" + expr + "': " + what + " at offset " +
+		                     std::to_string(at));
+	};
+	size_t name_start = 0, groups = 0;
+	uint64_t hosts = 0;
+	for (size_t i = 0; i <= expr.size(); i++) {
+		if (i == expr.size() || expr[i] == ',') { // a top-level name ends
+			if (i == name_start)
+				return bad("empty name", i);
+			name_start = i + 1;
+			groups = 0;
+			hosts++;
+			continue;
+		}
+		if (expr[i] != '[')
+			continue;
+		if (++groups > 1)
+			return bad("more than one [...] in a name", i);
+		size_t close = expr.find(']', i);
+		for (size_t k = i + 1; k <= close;) {
+			size_t e = std::min(expr.find(',', k), close);
+			std::string item = expr.substr(k, e - k);
+			size_t dash = item.find('-');
+			std::string lo = item.substr(0, dash);
+			std::string hi = dash == std::string::npos ? lo : item.substr(dash + 1);
+			if (!digits(lo) || !digits(hi) ||
+			    strtoull(lo.c_str(), nullptr, 10) > strtoull(hi.c_str(), nullptr, 10))
+				return bad("range '" + item + "' (not N or N-M with N <= M)", k);
+			uint64_t span =
+			    strtoull(hi.c_str(), nullptr, 10) - strtoull(lo.c_str(), nullptr, 10);
+			if (span >= kMaxRange)
+				return bad("range '" + item + "' (more than " +
+				               std::to_string(kMaxRange) + " hosts)",
+				           k);
+			hosts += span;
+			if (hosts > kMaxHosts)
+				return bad("more than " + std::to_string(kMaxHosts) + " hosts", k);
+			k = e + 1;
+		}
+		i = close;
+	}
 	return Status::Ok();
 }
 

@@ -12,7 +12,9 @@ namespace onramp {
 
 // Expand an expression into host names, in order, duplicates kept.
 // Rejects empty input, unbalanced brackets and characters outside
-// [A-Za-z0-9._-[],].
+// [A-Za-z0-9._-[],], empty names, more than one [...] per name, ranges that
+// are not N or N-M with N <= M, ranges of more than 65,536 hosts (libslurm's
+// limit) and more than 1,048,576 hosts.
 Result<std::vector<std::string>> hostlist_expand(const std::string &expr);
 // Compress names into Slurm's ranged form (sorted, duplicates removed).
 std::string hostlist_compress(const std::vector<std::string> &hosts);

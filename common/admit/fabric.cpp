@@ -1,6 +1,8 @@
 #include "admit/fabric.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <dirent.h>
 
@@ -63,14 +65,31 @@ std::string port_state_name(const std::string &text)
 	return t;
 }
 
+bool parse_sysfs_u64(const std::string &text, uint64_t *out)
+{
+	std::string t = trim(text);
+	if (t.empty() || t.size() > 20 || t.find_first_not_of("0123456789") != std::string::npos)
+		return false;
+	errno = 0;
+	unsigned long long v = strtoull(t.c_str(), nullptr, 10);
+	if (errno == ERANGE)
+		return false;
+	*out = v;
+	return true;
+}
+
 double parse_rate_gbps(const std::string &text)
 {
-	const char *s = text.c_str();
-	char *end = nullptr;
-	double v = strtod(s, &end);
-	if (end == s || !(v > 0))
+	// "<digits>[.<digits>] Gb/sec ..." and nothing else (no "inf", "1e9",
+	// "0x10" that strtod would take).
+	std::string t = trim(text);
+	size_t n = t.find_first_not_of("0123456789.");
+	std::string num = t.substr(0, n);
+	if (num.empty() || num.size() > 12 || num[0] == '.' || num.back() == '.' ||
+	    std::count(num.begin(), num.end(), '.') > 1 || (n != std::string::npos && t[n] != ' '))
 		return 0;
-	return v;
+	double v = strtod(num.c_str(), nullptr);
+	return v > 0 ? v : 0;
 }
 
 Result<std::vector<PortObs>> read_ib_ports(const std::string &root)
@@ -87,7 +106,10 @@ Result<std::vector<PortObs>> read_ib_ports(const std::string &root)
 		for (const auto &p : ports) {
 			PortObs o;
 			o.dev = dev;
-			o.port = atoi(p.c_str());
+			uint64_t port = 0;
+			if (!parse_sysfs_u64(p, &port) || port > 65535)
+				continue; // not a port directory
+			o.port = static_cast<int>(port);
 			std::string base = pdir + "/" + p + "/";
 			auto state = read_small(base + "state");
 			if (!state.ok())
@@ -103,8 +125,12 @@ Result<std::vector<PortObs>> read_ib_ports(const std::string &root)
 			o.link_layer = ll.ok() ? ll.value() : "";
 			auto ld = read_small(base + "counters/link_downed");
 			if (ld.ok()) {
+				uint64_t v = 0;
+				if (!parse_sysfs_u64(ld.value(), &v) || v > INT64_MAX)
+					return Status::Error(base + "counters/link_downed: '" +
+					                     ld.value() + "' is not a number");
 				o.has_link_downed = true;
-				o.link_downed = strtoll(ld.value().c_str(), nullptr, 10);
+				o.link_downed = static_cast<int64_t>(v);
 			}
 			out.push_back(o);
 		}

@@ -6,6 +6,7 @@
 //   <root>/sys/class/infiniband/<dev>/device/net/<ifname>/address
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -27,8 +28,11 @@ std::vector<NicInfo> read_ib_nics(const std::string &root);
 
 // "4: ACTIVE" -> "ACTIVE"; "5: LinkUp" -> "LinkUp"; "ACTIVE" -> "ACTIVE".
 std::string port_state_name(const std::string &text);
-// "400 Gb/sec (4X NDR)" -> 400; unparsable -> 0.
+// "400 Gb/sec (4X NDR)" -> 400; anything not "<decimal>[ ...]" -> 0.
 double parse_rate_gbps(const std::string &text);
+// A sysfs counter: decimal digits only (blanks around allowed), no sign, no
+// overflow. False otherwise.
+bool parse_sysfs_u64(const std::string &text, uint64_t *out);
 
 } // namespace admit
 } // namespace onramp

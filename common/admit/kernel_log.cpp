@@ -1,6 +1,8 @@
 #include "admit/kernel_log.hpp"
 
+#include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
@@ -15,27 +17,120 @@ namespace admit {
 
 namespace {
 
-// Time since boot of one log line, or -1 when it has none.
-double line_time(const std::string &line, size_t *msg_start)
+bool is_hex(char c)
 {
-	*msg_start = 0;
-	if (!line.empty() && line[0] == '[') {
-		size_t close = line.find(']');
-		if (close == std::string::npos)
-			return -1;
-		*msg_start = close + 1;
-		return strtod(line.c_str() + 1, nullptr);
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+// n hex digits at s[*i], advancing *i.
+bool hex_run(const std::string &s, size_t *i, size_t n)
+{
+	for (size_t k = 0; k < n; k++, ++*i)
+		if (*i >= s.size() || !is_hex(s[*i]))
+			return false;
+	return true;
+}
+
+bool lit(const std::string &s, size_t *i, const char *text)
+{
+	size_t n = strlen(text);
+	if (s.compare(*i, n, text) != 0)
+		return false;
+	*i += n;
+	return true;
+}
+
+// A decimal number of 1..max_digits digits at s[*i].
+bool decimal(const std::string &s, size_t *i, size_t max_digits, unsigned long long *v)
+{
+	size_t start = *i;
+	*v = 0;
+	while (*i < s.size() && s[*i] >= '0' && s[*i] <= '9' && *i - start < max_digits)
+		*v = *v * 10 + static_cast<unsigned>(s[(*i)++] - '0');
+	return *i > start && (*i >= s.size() || s[*i] < '0' || s[*i] > '9');
+}
+
+// Seconds since boot of one record and where its message starts; false for
+// a line that is not a kernel-facility record (continuation lines, user
+// space's records, anything malformed).
+bool kernel_record(const std::string &line, double *t, size_t *msg)
+{
+	size_t i = 0;
+	unsigned long long pri = 0, v = 0;
+	bool has_pri = false;
+	if (lit(line, &i, "<")) { // dmesg --raw: <pri>[sec.usec] msg
+		if (!decimal(line, &i, 4, &pri) || !lit(line, &i, ">"))
+			return false;
+		has_pri = true;
 	}
-	// kmsg: prio,seq,usec,flags[,...];message
-	size_t semi = line.find(';');
+	if (i < line.size() && line[i] == '[') { // dmesg: [ sec.usec] msg
+		size_t close = line.find(']', i);
+		if (close == std::string::npos)
+			return false;
+		std::string ts = line.substr(i + 1, close - i - 1);
+		size_t b = ts.find_first_not_of(' ');
+		if (b == std::string::npos)
+			return false;
+		size_t k = b;
+		unsigned long long sec = 0, frac = 0;
+		if (!decimal(ts, &k, 12, &sec))
+			return false;
+		double f = 0;
+		if (k < ts.size()) {
+			size_t d0 = k + 1;
+			if (ts[k] != '.' || !decimal(ts, &++k, 9, &frac) || k != ts.size())
+				return false;
+			f = static_cast<double>(frac) / std::pow(10.0, static_cast<double>(k - d0));
+		}
+		*t = static_cast<double>(sec) + f;
+		*msg = close + 1;
+		if (*msg < line.size() && line[*msg] == ' ')
+			++*msg;
+		// A plain dmesg line carries no facility: such a file must hold
+		// the kernel's records only (dmesg --kernel).
+		return !has_pri || (pri >> 3) == 0;
+	}
+	if (has_pri)
+		return false;
+	// /dev/kmsg: pri,seq,usec,flags[,...];message
+	if (!decimal(line, &i, 4, &pri) || !lit(line, &i, ",") || !decimal(line, &i, 20, &v) ||
+	    !lit(line, &i, ",") || !decimal(line, &i, 20, &v) || !lit(line, &i, ","))
+		return false;
+	size_t semi = line.find(';', i);
 	if (semi == std::string::npos)
-		return -1;
-	size_t c1 = line.find(',');
-	size_t c2 = c1 == std::string::npos ? c1 : line.find(',', c1 + 1);
-	if (c2 == std::string::npos || c2 > semi)
-		return -1;
-	*msg_start = semi + 1;
-	return strtod(line.c_str() + c2 + 1, nullptr) / 1e6;
+		return false;
+	*t = static_cast<double>(v) / 1e6;
+	*msg = semi + 1;
+	return (pri >> 3) == 0; // facility kern; user space writes facility >= 1
+}
+
+// The driver's own line, from the start of the message:
+// "NVRM: Xid (PCI:dddd:bb:dd[.f]): N, ...". The GPU as "dddd:bb:dd[.f]".
+bool driver_xid(const std::string &line, size_t msg, int *xid, std::string *gpu)
+{
+	size_t i = msg;
+	if (!lit(line, &i, "NVRM: Xid (PCI:"))
+		return false;
+	size_t g = i;
+	if (!hex_run(line, &i, 4) || !lit(line, &i, ":") || !hex_run(line, &i, 2) ||
+	    !lit(line, &i, ":") || !hex_run(line, &i, 2))
+		return false;
+	if (i < line.size() && line[i] == '.') {
+		++i;
+		if (!hex_run(line, &i, 1))
+			return false;
+	}
+	size_t gend = i;
+	unsigned long long n = 0;
+	if (!lit(line, &i, "): ") || !decimal(line, &i, 4, &n) || n == 0)
+		return false;
+	if (i < line.size() && line[i] != ',')
+		return false;
+	*xid = static_cast<int>(n);
+	*gpu = line.substr(g, gend - g);
+	for (auto &c : *gpu)
+		c = static_cast<char>(tolower(static_cast<unsigned char>(c)));
+	return true;
 }
 
 } // namespace
@@ -48,28 +143,18 @@ std::vector<XidEvent> parse_xids(const std::string &text, double now_s, double w
 		size_t nl = text.find('\n', pos);
 		std::string line = text.substr(pos, nl == std::string::npos ? nl : nl - pos);
 		pos = nl == std::string::npos ? text.size() : nl + 1;
+		double t = 0;
 		size_t msg = 0;
-		double t = line_time(line, &msg);
-		size_t x = line.find("NVRM: Xid (", msg);
-		if (t < 0 || x == std::string::npos)
-			continue;
-		size_t open = x + strlen("NVRM: Xid (");
-		size_t close = line.find("):", open);
-		if (close == std::string::npos)
-			continue;
-		std::string gpu = line.substr(open, close - open);
-		if (gpu.compare(0, 4, "PCI:") == 0)
-			gpu = gpu.substr(4);
-		char *end = nullptr;
-		long xid = strtol(line.c_str() + close + 2, &end, 10);
-		if (end == line.c_str() + close + 2 || xid <= 0)
+		int xid = 0;
+		std::string gpu;
+		if (!kernel_record(line, &t, &msg) || !driver_xid(line, msg, &xid, &gpu))
 			continue;
 		double age = now_s - t;
 		if (age < 0)
 			age = 0;
 		if (age > window_s)
 			continue;
-		out.push_back(XidEvent{static_cast<int>(xid), gpu, age});
+		out.push_back(XidEvent{xid, gpu, age});
 	}
 	return out;
 }

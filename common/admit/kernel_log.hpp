@@ -14,7 +14,12 @@ namespace onramp {
 namespace admit {
 
 // Every XID in text at most window_s seconds before now_s (seconds since
-// boot), oldest first.
+// boot), oldest first. Only the driver's own lines count: a kernel-facility
+// record (kmsg priority >> 3 == 0; "<pri>[...]" lines of dmesg --raw alike;
+// plain "[...]" lines are taken as kernel records) whose message STARTS
+// with "NVRM: Xid (PCI:dddd:bb:dd[.f]): N" followed by ',' or the end. A
+// message that merely contains such text (a segfault line naming a process
+// "NVRM: Xid ():79", a user's write to /dev/kmsg) is not an XID.
 std::vector<XidEvent> parse_xids(const std::string &text, double now_s, double window_s);
 
 // The kernel log: /dev/kmsg (or any character device of its kind) is read

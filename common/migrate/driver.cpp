@@ -384,7 +384,10 @@ bool Driver::drive_locked(Migration &m)
 	if (m.state == "CHECKPOINTED") {
 		std::string note;
 		if (m.gen) {
-			auto v = ckpt::verify(m.ckpt_dir, static_cast<uint64_t>(m.gen));
+			// As root: hashed by a child with the generation owner's
+			// privileges, under CheckpointVerifyMaxGiB/Timeout.
+			auto v = ckpt::verify(m.ckpt_dir, static_cast<uint64_t>(m.gen),
+			                      ckpt::verify_limits(cfg_));
 			if (!v.ok()) {
 				note = v.status().message();
 				log_error("job %u: %s", m.job, note.c_str());
@@ -397,7 +400,7 @@ bool Driver::drive_locked(Migration &m)
 			}
 		}
 		if (!m.gen) {
-			auto l = ckpt::latest(m.ckpt_dir);
+			auto l = ckpt::latest(m.ckpt_dir, ckpt::verify_limits(cfg_));
 			if (!l.ok())
 				return aborted(m, "no verified checkpoint generation in " +
 				                      m.ckpt_dir +

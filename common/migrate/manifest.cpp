@@ -10,12 +10,21 @@
 #include <ctime>
 #include <dirent.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <memory>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
+#include <unordered_set>
 
 #include <openssl/evp.h>
 
+#include "admit/record.hpp"
 #include "atomic_file.hpp"
 #include "log.hpp"
 
@@ -61,32 +70,301 @@ unsigned pick_threads(unsigned threads, size_t jobs)
 	return static_cast<unsigned>(std::max<size_t>(1, std::min<size_t>(threads, jobs)));
 }
 
-// Run fn(i) for i in [0, n) on up to threads threads.
-template <typename Fn> void parallel_for(size_t n, unsigned threads, Fn fn)
+// Run fn(i) for i in [0, n) on up to threads threads. Nothing leaves a
+// worker thread (an exception there is std::terminate, inside slurmstepd
+// when spank/onramp verifies): false when some fn(i) threw.
+template <typename Fn> bool parallel_for(size_t n, unsigned threads, Fn fn)
 {
 	unsigned t = pick_threads(threads, n);
 	std::atomic<size_t> next{0};
+	std::atomic<bool> threw{false};
 	auto worker = [&]() {
-		for (size_t i; (i = next.fetch_add(1)) < n;)
-			fn(i);
+		for (size_t i; (i = next.fetch_add(1)) < n;) {
+			try {
+				fn(i);
+			} catch (...) {
+				threw = true;
+			}
+		}
 	};
 	if (t <= 1) {
 		worker();
-		return;
+		return !threw;
 	}
 	std::vector<std::thread> pool;
-	for (unsigned k = 0; k < t; k++)
-		pool.emplace_back(worker);
+	for (unsigned k = 0; k < t; k++) {
+		try {
+			pool.emplace_back(worker);
+		} catch (...) { // no thread to be had: the others (or we) do the work
+			break;
+		}
+	}
+	if (pool.empty())
+		worker();
 	for (auto &th : pool)
 		th.join();
+	return !threw;
 }
 
-Result<std::string> real_path(const std::string &p)
+// fn(i) with every exception turned into an error value: nothing may leave a
+// worker thread (std::terminate inside slurmstepd otherwise).
+template <typename Fn> std::string guarded(Fn fn)
 {
-	char buf[PATH_MAX];
-	if (!realpath(p.c_str(), buf))
-		return Status::Error(strprintf("%s: %s", p.c_str(), strerror(errno)));
-	return std::string(buf);
+	try {
+		return fn();
+	} catch (const std::exception &e) {
+		return std::string("internal error: ") + e.what();
+	} catch (...) {
+		return "internal error";
+	}
+}
+
+// An owned file descriptor.
+class Fd {
+public:
+	explicit Fd(int fd = -1) : fd_(fd) {}
+	~Fd()
+	{
+		if (fd_ >= 0)
+			close(fd_);
+	}
+	Fd(Fd &&o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+	Fd &operator=(Fd &&o) noexcept
+	{
+		std::swap(fd_, o.fd_);
+		return *this;
+	}
+	Fd(const Fd &) = delete;
+	Fd &operator=(const Fd &) = delete;
+	int get() const { return fd_; }
+
+private:
+	int fd_;
+};
+
+// Whose files these are: any owner, or exactly uid.
+struct Owner {
+	bool check = false;
+	uid_t uid = 0;
+};
+
+// fstat the fd just opened as what and check it is a directory (dir) or a
+// regular file, owned by o.
+Status check_fd(int fd, const std::string &what, bool dir, const Owner &o, struct stat *sb)
+{
+	if (fstat(fd, sb) != 0)
+		return Status::Error(strprintf("%s: %s", what.c_str(), strerror(errno)));
+	if (dir ? !S_ISDIR(sb->st_mode) : !S_ISREG(sb->st_mode))
+		return Status::Error(what +
+		                     (dir ? " is not a directory" : " is not a regular file"));
+	if (o.check && sb->st_uid != o.uid)
+		return Status::Error(strprintf("%s is owned by uid %u, not by uid %u", what.c_str(),
+		                               static_cast<unsigned>(sb->st_uid),
+		                               static_cast<unsigned>(o.uid)));
+	return Status::Ok();
+}
+
+// Why openat(at, name, O_NOFOLLOW...) failed (errno), for what.
+Status open_error(const std::string &what, int at, const char *name)
+{
+	int err = errno;
+	struct stat sb;
+	if (err == ELOOP || (err == ENOTDIR && fstatat(at, name, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
+	                     S_ISLNK(sb.st_mode)))
+		return Status::Error(what + " is a symlink (a checkpoint holds regular files and "
+		                            "directories only)");
+	if (err == ENOTDIR)
+		return Status::Error(what + " is not a directory");
+	return Status::Error(strprintf("%s: %s", what.c_str(), strerror(err)));
+}
+
+// Open rel (checked lexically) beneath dirfd one component at a time, never
+// following a symlink nor blocking; every component is checked on its own fd.
+Result<Fd> open_beneath(int dirfd, const std::string &rel, bool dir, const Owner &o,
+                        struct stat *sb)
+{
+	Status lex = check_relative_path(rel);
+	if (!lex.ok())
+		return lex;
+	Fd cur;
+	int at = dirfd;
+	size_t start = 0;
+	for (;;) {
+		size_t slash = rel.find('/', start);
+		bool last = slash == std::string::npos;
+		std::string comp = rel.substr(start, last ? std::string::npos : slash - start);
+		std::string what = "'" + rel.substr(0, last ? std::string::npos : slash) + "'";
+		bool want_dir = !last || dir;
+		int flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC |
+		            (want_dir ? O_DIRECTORY : O_NOCTTY);
+		Fd next(openat(at, comp.c_str(), flags));
+		if (next.get() < 0)
+			return open_error(what, at, comp.c_str());
+		Status st = check_fd(next.get(), what, want_dir, o, sb);
+		if (!st.ok())
+			return st;
+		cur = std::move(next);
+		at = cur.get();
+		if (last)
+			return cur;
+		start = slash + 1;
+	}
+}
+
+// The shared limits of one verification: bytes left and a deadline.
+struct Budget {
+	std::atomic<int64_t> bytes_left{INT64_MAX};
+	int64_t deadline_ms = INT64_MAX;
+};
+
+// SHA-256 of fd, read from its current offset to the end. With a budget,
+// reading stops with an error once more than expect bytes were read (expect
+// + 1 is read to see the file grew), the budget is spent, or the deadline
+// has passed.
+Status hash_fd(int fd, const std::string &what, Budget *budget, uint64_t expect, std::string *hex,
+               uint64_t *size)
+{
+#ifdef POSIX_FADV_SEQUENTIAL
+	(void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+#endif
+	std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX *)> md(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+	if (!md || !EVP_DigestInit_ex(md.get(), EVP_sha256(), nullptr))
+		return Status::Error(what + ": SHA-256 failed");
+	std::vector<unsigned char> buf(1 << 20);
+	uint64_t total = 0;
+	for (;;) {
+		size_t want = buf.size();
+		if (budget) {
+			if (now_ms() > budget->deadline_ms)
+				return Status::Error(what + ": verification deadline passed "
+				                            "(CheckpointVerifyTimeout)");
+			if (total > expect)
+				return Status::Error(strprintf(
+				    "%s: grew past the size the manifest says (%llu)", what.c_str(),
+				    static_cast<unsigned long long>(expect)));
+			want = static_cast<size_t>(std::min<uint64_t>(want, expect - total + 1));
+			if (budget->bytes_left.fetch_sub(static_cast<int64_t>(want)) <
+			    static_cast<int64_t>(want))
+				return Status::Error(what + ": verification byte budget spent "
+				                            "(CheckpointVerifyMaxGiB)");
+		}
+		ssize_t n = read(fd, buf.data(), want);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return Status::Error(
+			    strprintf("%s: read: %s", what.c_str(), strerror(errno)));
+		}
+		if (n == 0)
+			break;
+		total += static_cast<uint64_t>(n);
+		if (!EVP_DigestUpdate(md.get(), buf.data(), static_cast<size_t>(n)))
+			return Status::Error(what + ": SHA-256 failed");
+	}
+	unsigned char out[EVP_MAX_MD_SIZE];
+	unsigned int len = 0;
+	if (!EVP_DigestFinal_ex(md.get(), out, &len))
+		return Status::Error(what + ": SHA-256 failed");
+	static const char digits[] = "0123456789abcdef";
+	hex->clear();
+	for (unsigned i = 0; i < len; i++) {
+		hex->push_back(digits[out[i] >> 4]);
+		hex->push_back(digits[out[i] & 15]);
+	}
+	*size = total;
+	return Status::Ok();
+}
+
+// The whole of a small file from its fd (at most max bytes).
+Result<std::string> read_fd(int fd, const std::string &what, size_t max)
+{
+	std::string out;
+	char buf[65536];
+	for (;;) {
+		ssize_t n = read(fd, buf, sizeof buf);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return Status::Error(
+			    strprintf("%s: read: %s", what.c_str(), strerror(errno)));
+		if (n == 0)
+			return out;
+		out.append(buf, static_cast<size_t>(n));
+		if (out.size() > max)
+			return Status::Error(
+			    strprintf("%s: larger than %zu bytes", what.c_str(), max));
+	}
+}
+
+const size_t kMaxManifestBytes = 16u << 20;
+
+// A small JSON file (manifest.json, resumed.json) of dirfd, opened as the
+// shards are and owned by o.
+Result<Json> load_json_at(int dirfd, const std::string &name, const std::string &path,
+                          const Owner &o)
+{
+	struct stat sb;
+	Fd fd(
+	    openat(dirfd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+	if (fd.get() < 0)
+		return open_error(path, dirfd, name.c_str());
+	Status st = check_fd(fd.get(), path, false, o, &sb);
+	if (!st.ok())
+		return st;
+	if (static_cast<uint64_t>(sb.st_size) > kMaxManifestBytes)
+		return Status::Error(
+		    strprintf("%s: larger than %zu bytes", path.c_str(), kMaxManifestBytes));
+	auto text = read_fd(fd.get(), path, kMaxManifestBytes);
+	if (!text.ok())
+		return text.status();
+	return json_parse(text.value(), path);
+}
+
+// The checkpoint directory itself (symlinks on its way are the user's
+// choice: root only ever opens it from a child running as the user).
+Result<Fd> open_top(const std::string &dir)
+{
+	Fd fd(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC));
+	if (fd.get() < 0)
+		return Status::Error(strprintf("%s: %s", dir.c_str(), strerror(errno)));
+	return fd;
+}
+
+// <dir>/<generation> opened, and its manifest read. o: the owner required
+// of everything; unchecked, the generation directory's owner becomes it.
+Result<Manifest> open_generation(const std::string &dir, uint64_t generation, Owner *o, Fd *gfd)
+{
+	auto top = open_top(dir);
+	if (!top.ok())
+		return top.status();
+	std::string gname = std::to_string(generation);
+	std::string gpath = generation_dir(dir, generation);
+	Fd g(openat(top->get(), gname.c_str(),
+	            O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+	if (g.get() < 0)
+		return open_error(gpath, top->get(), gname.c_str());
+	struct stat sb;
+	Status st = check_fd(g.get(), gpath, true, *o, &sb);
+	if (!st.ok())
+		return st;
+	if (!o->check) {
+		o->check = true;
+		o->uid = sb.st_uid;
+	}
+	std::string path = manifest_path(dir, generation);
+	auto j = load_json_at(g.get(), kManifestName, path, *o);
+	if (!j.ok())
+		return j.status();
+	auto m = Manifest::from_json(j.value().get(), path);
+	if (!m.ok())
+		return m.status();
+	if (m->generation != generation)
+		return Status::Error(
+		    strprintf("%s: generation: %llu does not match its directory %llu",
+		              path.c_str(), static_cast<unsigned long long>(m->generation),
+		              static_cast<unsigned long long>(generation)));
+	*gfd = std::move(g);
+	return m;
 }
 
 } // namespace
@@ -132,6 +410,7 @@ Result<Manifest> Manifest::from_json(const json_t *j, const std::string &origin)
 	m.time_ms = r.integer(j, "", "time_ms");
 	const json_t *arr = r.arr(j, "", "shards");
 	if (arr) {
+		std::unordered_set<std::string> seen;
 		for (size_t i = 0; i < json_array_size(arr) && !r.failed(); i++) {
 			std::string p = JsonReader::index("shards", i);
 			const json_t *o = json_array_get(arr, i);
@@ -153,12 +432,24 @@ Result<Manifest> Manifest::from_json(const json_t *j, const std::string &origin)
 				r.error(JsonReader::join(p, "sha256"),
 				        "is not 64 lower-case hex digits");
 			s.size = static_cast<uint64_t>(size);
-			for (const auto &o2 : m.shards)
-				if (o2.path == s.path)
-					r.error(JsonReader::join(p, "path"),
-					        "'" + s.path + "' is listed twice");
+			if (!seen.insert(s.path).second)
+				r.error(JsonReader::join(p, "path"),
+				        "'" + s.path + "' is listed twice");
 			m.shards.push_back(std::move(s));
 		}
+		if (!r.failed() && m.shards.empty())
+			r.error("shards", "is empty (a checkpoint has at least one shard)");
+	}
+	if (!r.failed() && m.time_ms < 0)
+		r.error("time_ms", "must not be negative");
+	if (!r.failed()) {
+		// The one spelling commit writes: iso_time(time_ms / 1000).
+		long long t = admit::parse_iso_time(m.time);
+		if (t < 0 || admit::iso_time(t) != m.time)
+			r.error("time", "'" + m.time + "' is not a UTC time YYYY-MM-DDTHH:MM:SSZ");
+		else if (t != m.time_ms / 1000)
+			r.error("time",
+			        "'" + m.time + "' is not time_ms " + std::to_string(m.time_ms));
 	}
 	if (r.failed())
 		return r.status();
@@ -205,68 +496,26 @@ Status check_relative_path(const std::string &rel)
 
 Result<std::string> shard_file(const std::string &dir, uint64_t generation, const std::string &rel)
 {
-	Status st = check_relative_path(rel);
-	if (!st.ok())
-		return st;
-	std::string full = generation_dir(dir, generation) + "/" + rel;
-	auto root = real_path(dir);
-	if (!root.ok())
-		return root.status();
-	auto rp = real_path(full);
-	if (!rp.ok())
-		return rp.status();
-	if (rp.value().compare(0, root.value().size() + 1, root.value() + "/") != 0)
-		return Status::Error("'" + rel + "' resolves to " + rp.value() +
-		                     ", outside the checkpoint directory " + root.value());
+	auto top = open_top(generation_dir(dir, generation));
+	if (!top.ok())
+		return top.status();
 	struct stat sb;
-	if (stat(rp.value().c_str(), &sb) != 0 || !S_ISREG(sb.st_mode))
-		return Status::Error("'" + rel + "' is not a regular file");
-	return full;
+	auto fd = open_beneath(top->get(), rel, false, Owner(), &sb);
+	if (!fd.ok())
+		return fd.status();
+	return generation_dir(dir, generation) + "/" + rel;
 }
 
 Status sha256_file(const std::string &path, std::string *hex, uint64_t *size)
 {
-	int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	Fd fd(open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+	if (fd.get() < 0)
 		return Status::Error(strprintf("%s: %s", path.c_str(), strerror(errno)));
-#ifdef POSIX_FADV_SEQUENTIAL
-	(void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-#endif
-	EVP_MD_CTX *md = EVP_MD_CTX_new();
-	bool ok = md && EVP_DigestInit_ex(md, EVP_sha256(), nullptr);
-	std::vector<unsigned char> buf(1 << 20);
-	uint64_t total = 0;
-	std::string err;
-	while (ok) {
-		ssize_t n = read(fd, buf.data(), buf.size());
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			err = strprintf("%s: read: %s", path.c_str(), strerror(errno));
-			ok = false;
-			break;
-		}
-		if (n == 0)
-			break;
-		total += static_cast<uint64_t>(n);
-		ok = EVP_DigestUpdate(md, buf.data(), static_cast<size_t>(n));
-	}
-	unsigned char out[EVP_MAX_MD_SIZE];
-	unsigned int len = 0;
-	if (ok)
-		ok = EVP_DigestFinal_ex(md, out, &len);
-	EVP_MD_CTX_free(md);
-	close(fd);
-	if (!ok)
-		return Status::Error(err.empty() ? path + ": SHA-256 failed" : err);
-	static const char digits[] = "0123456789abcdef";
-	hex->clear();
-	for (unsigned i = 0; i < len; i++) {
-		hex->push_back(digits[out[i] >> 4]);
-		hex->push_back(digits[out[i] & 15]);
-	}
-	*size = total;
-	return Status::Ok();
+	struct stat sb;
+	Status st = check_fd(fd.get(), path, false, Owner(), &sb);
+	if (!st.ok())
+		return st;
+	return hash_fd(fd.get(), path, nullptr, 0, hex, size);
 }
 
 std::vector<uint64_t> list_generations(const std::string &dir)
@@ -285,7 +534,7 @@ std::vector<uint64_t> list_generations(const std::string &dir)
 		if (!digits)
 			continue;
 		struct stat sb;
-		if (stat((dir + "/" + n).c_str(), &sb) == 0 && S_ISDIR(sb.st_mode))
+		if (fstatat(dirfd(d), n, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(sb.st_mode))
 			out.push_back(strtoull(n, nullptr, 10));
 	}
 	closedir(d);
@@ -310,34 +559,36 @@ Result<Manifest> commit(const std::string &dir, uint64_t generation, int64_t ste
 	m.generation = generation;
 	m.step = step;
 	m.shards.resize(shards.size());
-	std::vector<Status> errs(shards.size());
+	std::unordered_set<std::string> seen;
 	for (size_t i = 0; i < shards.size(); i++) {
-		for (size_t k = 0; k < i; k++)
-			if (shards[k] == shards[i])
-				return Status::Error("commit: shard '" + shards[i] +
-				                     "' given twice");
+		if (!seen.insert(shards[i]).second)
+			return Status::Error("commit: shard '" + shards[i] + "' given twice");
 		m.shards[i].path = shards[i];
 	}
-	parallel_for(shards.size(), threads, [&](size_t i) {
-		auto f = shard_file(dir, generation, shards[i]);
-		if (!f.ok()) {
-			errs[i] = Status::Error("shard " + shards[i] + ": " + f.status().message());
-			return;
-		}
-		errs[i] = sha256_file(f.value(), &m.shards[i].sha256, &m.shards[i].size);
+	auto top = open_top(generation_dir(dir, generation));
+	if (!top.ok())
+		return Status::Error("commit: " + top.status().message());
+	std::vector<std::string> errs(shards.size());
+	bool ran = parallel_for(shards.size(), threads, [&](size_t i) {
+		errs[i] = guarded([&]() -> std::string {
+			struct stat sb;
+			auto fd = open_beneath(top->get(), shards[i], false, Owner(), &sb);
+			if (!fd.ok())
+				return fd.status().message();
+			Status st = hash_fd(fd->get(), "'" + shards[i] + "'", nullptr, 0,
+			                    &m.shards[i].sha256, &m.shards[i].size);
+			if (!st.ok())
+				return st.message();
+			// The shard's data must be durable before the manifest names it.
+			(void)fsync(fd->get());
+			return "";
+		});
 	});
-	for (const auto &e : errs)
-		if (!e.ok())
-			return Status::Error("commit: " + e.message());
-	// The shards' data must be durable before the manifest names them.
-	for (const auto &s : shards) {
-		int fd =
-		    open((generation_dir(dir, generation) + "/" + s).c_str(), O_RDONLY | O_CLOEXEC);
-		if (fd >= 0) {
-			(void)fsync(fd);
-			close(fd);
-		}
-	}
+	if (!ran)
+		return Status::Error("commit: internal error while hashing");
+	for (size_t i = 0; i < errs.size(); i++)
+		if (!errs[i].empty())
+			return Status::Error("commit: shard " + shards[i] + ": " + errs[i]);
 	m.time_ms = now_ms();
 	m.time = iso_utc(m.time_ms);
 	Status st =
@@ -350,55 +601,72 @@ Result<Manifest> commit(const std::string &dir, uint64_t generation, int64_t ste
 
 Result<Manifest> read_manifest(const std::string &dir, uint64_t generation)
 {
-	std::string path = manifest_path(dir, generation);
-	auto j = json_load_file(path);
-	if (!j.ok())
-		return j.status();
-	auto m = Manifest::from_json(j.value().get(), path);
-	if (!m.ok())
-		return m.status();
-	if (m->generation != generation)
-		return Status::Error(
-		    strprintf("%s: generation: %llu does not match its directory %llu",
-		              path.c_str(), static_cast<unsigned long long>(m->generation),
-		              static_cast<unsigned long long>(generation)));
-	return m;
+	Owner o;
+	Fd gfd;
+	return open_generation(dir, generation, &o, &gfd);
 }
 
-Result<Manifest> verify(const std::string &dir, uint64_t generation, unsigned threads)
+namespace {
+
+// Verify in this process: the manifest, the budget, then every shard opened
+// beneath the generation directory and hashed from the fd that was checked.
+Result<Manifest> verify_here(const std::string &dir, uint64_t generation, const VerifyLimits &lim,
+                             unsigned threads)
 {
-	auto m = read_manifest(dir, generation);
+	Budget budget;
+	budget.deadline_ms = lim.timeout_ms > 0 ? now_ms() + lim.timeout_ms : INT64_MAX;
+	Owner o;
+	if (lim.uid >= 0) {
+		o.check = true;
+		o.uid = static_cast<uid_t>(lim.uid);
+	}
+	Fd gfd;
+	auto m = open_generation(dir, generation, &o, &gfd);
 	if (!m.ok())
 		return m.status();
 	const Manifest &man = m.value();
+	uint64_t total = 0;
+	for (const auto &s : man.shards)
+		total = s.size > UINT64_MAX - total ? UINT64_MAX : total + s.size;
+	if (total > lim.max_bytes)
+		return Status::Error(
+		    strprintf("generation %llu: its shards total %llu bytes, more than the %llu a "
+		              "verification may read (CheckpointVerifyMaxGiB)",
+		              static_cast<unsigned long long>(generation),
+		              static_cast<unsigned long long>(total),
+		              static_cast<unsigned long long>(lim.max_bytes)));
+	budget.bytes_left = static_cast<int64_t>(std::min<uint64_t>(lim.max_bytes, INT64_MAX));
 	std::vector<std::string> errs(man.shards.size());
-	parallel_for(man.shards.size(), threads, [&](size_t i) {
-		const Shard &s = man.shards[i];
-		auto f = shard_file(dir, generation, s.path);
-		if (!f.ok()) {
-			errs[i] = f.status().message();
-			return;
-		}
-		struct stat sb;
-		if (stat(f.value().c_str(), &sb) == 0 &&
-		    static_cast<uint64_t>(sb.st_size) != s.size) {
-			errs[i] = strprintf("size %lld, manifest says %llu",
-			                    static_cast<long long>(sb.st_size),
-			                    static_cast<unsigned long long>(s.size));
-			return;
-		}
-		std::string hex;
-		uint64_t size = 0;
-		Status st = sha256_file(f.value(), &hex, &size);
-		if (!st.ok())
-			errs[i] = st.message();
-		else if (size != s.size)
-			errs[i] = strprintf("size %llu, manifest says %llu",
-			                    static_cast<unsigned long long>(size),
-			                    static_cast<unsigned long long>(s.size));
-		else if (hex != s.sha256)
-			errs[i] = "SHA-256 mismatch (" + hex + ", manifest says " + s.sha256 + ")";
+	bool ran = parallel_for(man.shards.size(), threads, [&](size_t i) {
+		errs[i] = guarded([&]() -> std::string {
+			const Shard &s = man.shards[i];
+			struct stat sb;
+			auto fd = open_beneath(gfd.get(), s.path, false, o, &sb);
+			if (!fd.ok())
+				return fd.status().message();
+			if (static_cast<uint64_t>(sb.st_size) != s.size)
+				return strprintf("size %lld, manifest says %llu",
+				                 static_cast<long long>(sb.st_size),
+				                 static_cast<unsigned long long>(s.size));
+			std::string hex;
+			uint64_t size = 0;
+			Status st =
+			    hash_fd(fd->get(), "'" + s.path + "'", &budget, s.size, &hex, &size);
+			if (!st.ok())
+				return st.message();
+			if (size != s.size)
+				return strprintf("size %llu, manifest says %llu",
+				                 static_cast<unsigned long long>(size),
+				                 static_cast<unsigned long long>(s.size));
+			if (hex != s.sha256)
+				return "SHA-256 mismatch (" + hex + ", manifest says " + s.sha256 +
+				       ")";
+			return "";
+		});
 	});
+	if (!ran)
+		return Status::Error(strprintf("generation %llu: internal error while hashing",
+		                               static_cast<unsigned long long>(generation)));
 	for (size_t i = 0; i < errs.size(); i++)
 		if (!errs[i].empty())
 			return Status::Error(strprintf("generation %llu: shard %s: %s",
@@ -408,14 +676,197 @@ Result<Manifest> verify(const std::string &dir, uint64_t generation, unsigned th
 	return m;
 }
 
+// Whose privileges a root verification takes: lim's uid, else the owner of
+// the generation directory (lstat: a symlink is refused later anyway).
+Status pick_user(const std::string &dir, uint64_t generation, const VerifyLimits &lim, uid_t *uid,
+                 std::vector<gid_t> *groups)
+{
+	struct stat sb;
+	std::string gpath = generation_dir(dir, generation);
+	if (lim.uid >= 0) {
+		*uid = static_cast<uid_t>(lim.uid);
+	} else {
+		if (lstat(gpath.c_str(), &sb) != 0)
+			return Status::Error(strprintf("%s: %s", gpath.c_str(), strerror(errno)));
+		*uid = sb.st_uid;
+	}
+	groups->clear();
+	struct passwd pw, *res = nullptr;
+	std::vector<char> buf(16384);
+	if (getpwuid_r(*uid, &pw, buf.data(), buf.size(), &res) == 0 && res) {
+		gid_t primary = lim.gid >= 0 ? static_cast<gid_t>(lim.gid) : pw.pw_gid;
+		int n = 64;
+		std::vector<gid_t> g(static_cast<size_t>(n));
+		if (getgrouplist(pw.pw_name, primary, g.data(), &n) < 0) {
+			g.resize(static_cast<size_t>(n));
+			if (getgrouplist(pw.pw_name, primary, g.data(), &n) < 0)
+				n = 0;
+		}
+		g.resize(static_cast<size_t>(std::max(n, 0)));
+		groups->push_back(primary);
+		for (gid_t x : g)
+			if (x != primary)
+				groups->push_back(x);
+		return Status::Ok();
+	}
+	if (lim.gid >= 0) {
+		groups->push_back(static_cast<gid_t>(lim.gid));
+	} else {
+		if (lstat(gpath.c_str(), &sb) != 0)
+			return Status::Error(strprintf("%s: %s", gpath.c_str(), strerror(errno)));
+		groups->push_back(sb.st_gid);
+	}
+	return Status::Ok();
+}
+
+// In the child: become the user for good (groups, gid, uid; no way back).
+bool drop_privileges(uid_t uid, const std::vector<gid_t> &groups)
+{
+	if (setgroups(groups.size(), groups.data()) != 0 || setgid(groups[0]) != 0 ||
+	    setuid(uid) != 0)
+		return false;
+	return getuid() == uid && geteuid() == uid && (uid == 0 || setuid(0) != 0);
+}
+
+void write_all(int fd, const std::string &s)
+{
+	size_t off = 0;
+	while (off < s.size()) {
+		ssize_t n = write(fd, s.data() + off, s.size() - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return;
+		off += static_cast<size_t>(n);
+	}
+}
+
+// Root: verify in a child that runs as the user, under the deadline. The
+// child answers "O" + the manifest's JSON or "E" + the error.
+Result<Manifest> verify_as_user(const std::string &dir, uint64_t generation,
+                                const VerifyLimits &lim, unsigned threads, uid_t uid,
+                                const std::vector<gid_t> &groups)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) != 0)
+		return Status::Error(strprintf("verify: pipe: %s", strerror(errno)));
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(p[0]);
+		close(p[1]);
+		return Status::Error(strprintf("verify: fork: %s", strerror(errno)));
+	}
+	if (pid == 0) {
+		close(p[0]);
+		(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+		std::string out;
+		if (!drop_privileges(uid, groups)) {
+			out = strprintf("Ecannot become uid %u: %s", static_cast<unsigned>(uid),
+			                strerror(errno));
+		} else {
+			VerifyLimits l = lim;
+			l.uid = uid;
+			auto m = guarded([&]() -> std::string {
+				auto r = verify_here(dir, generation, l, threads);
+				return r.ok() ? "O" + r->to_json().dump()
+				              : "E" + r.status().message();
+			});
+			out = m.empty() || (m[0] != 'O' && m[0] != 'E') ? "E" + m : m;
+		}
+		write_all(p[1], out);
+		_exit(0);
+	}
+	close(p[1]);
+	Fd rd(p[0]);
+	int64_t deadline = lim.timeout_ms > 0 ? now_ms() + lim.timeout_ms + 5000 : INT64_MAX;
+	std::string out;
+	bool timed_out = false;
+	for (;;) {
+		int64_t left = deadline - now_ms();
+		if (left <= 0) {
+			timed_out = true;
+			break;
+		}
+		struct pollfd pfd = {rd.get(), POLLIN, 0};
+		int r = poll(&pfd, 1, static_cast<int>(std::min<int64_t>(left, 60000)));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			continue;
+		char buf[65536];
+		ssize_t n = read(rd.get(), buf, sizeof buf);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		out.append(buf, static_cast<size_t>(n));
+		if (out.size() > 2 * kMaxManifestBytes) {
+			timed_out = false;
+			out = "Everify: the child's answer is too large";
+			break;
+		}
+	}
+	(void)kill(pid, SIGKILL);
+	while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+	}
+	if (timed_out)
+		return Status::Error(strprintf("generation %llu: verification deadline passed "
+		                               "(CheckpointVerifyTimeout)",
+		                               static_cast<unsigned long long>(generation)));
+	if (out.empty())
+		return Status::Error("verify: the verifying child died without an answer");
+	if (out[0] == 'E')
+		return Status::Error(out.substr(1));
+	auto j = json_parse(out.substr(1), manifest_path(dir, generation));
+	if (!j.ok())
+		return j.status();
+	return Manifest::from_json(j.value().get(), manifest_path(dir, generation));
+}
+
+} // namespace
+
+VerifyLimits verify_limits(const Config &cfg)
+{
+	VerifyLimits l;
+	l.max_bytes = static_cast<uint64_t>(cfg.integer("CheckpointVerifyMaxGiB")) << 30;
+	l.timeout_ms = cfg.seconds("CheckpointVerifyTimeout") * 1000;
+	return l;
+}
+
+Result<Manifest> verify(const std::string &dir, uint64_t generation, unsigned threads)
+{
+	return verify(dir, generation, VerifyLimits(), threads);
+}
+
+Result<Manifest> verify(const std::string &dir, uint64_t generation, const VerifyLimits &lim,
+                        unsigned threads)
+{
+	if (geteuid() != 0)
+		return verify_here(dir, generation, lim, threads);
+	uid_t uid = 0;
+	std::vector<gid_t> groups;
+	Status st = pick_user(dir, generation, lim, &uid, &groups);
+	if (!st.ok())
+		return st;
+	if (uid == 0)
+		return verify_here(dir, generation, lim, threads);
+	return verify_as_user(dir, generation, lim, threads, uid, groups);
+}
+
 Result<Manifest> latest(const std::string &dir, std::vector<std::string> *skipped, unsigned threads)
+{
+	return latest(dir, VerifyLimits(), skipped, threads);
+}
+
+Result<Manifest> latest(const std::string &dir, const VerifyLimits &lim,
+                        std::vector<std::string> *skipped, unsigned threads)
 {
 	auto gens = list_generations(dir);
 	for (uint64_t g : gens) {
 		struct stat sb;
-		if (stat(manifest_path(dir, g).c_str(), &sb) != 0)
+		if (lstat(manifest_path(dir, g).c_str(), &sb) != 0)
 			continue; // not committed (yet)
-		auto m = verify(dir, g, threads);
+		auto m = verify(dir, g, lim, threads);
 		if (m.ok())
 			return m;
 		if (skipped)
@@ -500,7 +951,10 @@ Status mark_resumed(const std::string &dir, const Resumed &r)
 Result<Resumed> read_resumed(const std::string &dir)
 {
 	std::string path = dir + "/resumed.json";
-	auto j = json_load_file(path);
+	auto top = open_top(dir);
+	if (!top.ok())
+		return top.status();
+	auto j = load_json_at(top->get(), "resumed.json", path, Owner());
 	if (!j.ok())
 		return j.status();
 	JsonReader r(path);

@@ -11,14 +11,24 @@
 //    "time": "2026-01-01T12:00:00Z", "time_ms": 1767268800000,
 //    "shards": [{"path": "model.bin", "size": 4096, "sha256": "<hex>"}]}
 // Shard paths are relative to the generation directory; absolute paths,
-// empty, "." or ".." components are refused, and a shard (or a directory
-// on its way) that is a symlink resolving outside <dir> is refused.
+// empty, "." or ".." components are refused. The generation directory, the
+// manifest, every shard and every directory on a shard's way must be what
+// it says, never a symlink: regular files and directories, all owned by one
+// user (the job's).
+//
+// Root reads these files on the user's behalf (onramp-migrate). Every file
+// is opened relative to a directory fd, component by component, with
+// O_NOFOLLOW|O_NONBLOCK, checked with fstat on that same fd (type, owner,
+// size) and read from it; run as root, verification happens in a child that
+// has dropped to the user's uid, gid and groups before it opens anything,
+// under a byte budget and a deadline (VerifyLimits).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "config.hpp"
 #include "json.hpp"
 #include "status.hpp"
 
@@ -47,6 +57,24 @@ struct Manifest {
 	static Result<Manifest> from_json(const json_t *j, const std::string &origin);
 };
 
+// What a verification may cost, and whose files it reads.
+struct VerifyLimits {
+	// Total bytes the manifest may name (and be read); onramp.conf
+	// CheckpointVerifyMaxGiB.
+	uint64_t max_bytes = 4096ull << 30;
+	// Wall-clock limit of the whole verification; onramp.conf
+	// CheckpointVerifyTimeout.
+	int64_t timeout_ms = 3600 * 1000;
+	// The job's user: every file must be his and, when run as root, is read
+	// with his privileges. -1: the owner of the generation directory.
+	int64_t uid = -1;
+	// -1: the user's primary group (the directory's group when the user has
+	// no passwd entry).
+	int64_t gid = -1;
+};
+// The budget and deadline from onramp.conf (uid and gid left at -1).
+VerifyLimits verify_limits(const Config &cfg);
+
 // "<dir>/<generation>".
 std::string generation_dir(const std::string &dir, uint64_t generation);
 // "<dir>/<generation>/manifest.json".
@@ -54,8 +82,9 @@ std::string manifest_path(const std::string &dir, uint64_t generation);
 
 // Is rel an acceptable shard path (lexically)? The error says why.
 Status check_relative_path(const std::string &rel);
-// The shard's full path, after the lexical check and a check that the
-// resolved path lies inside dir (symlinks pointing out are refused).
+// The shard's full path, after the lexical check and a walk from dir that
+// finds only directories and a regular file, no symlink. Never open the
+// returned path as root: the walk and the open are not one operation.
 Result<std::string> shard_file(const std::string &dir, uint64_t generation, const std::string &rel);
 
 // Lower-case hex SHA-256 and size of a file (OpenSSL EVP, streamed).
@@ -76,8 +105,17 @@ Result<Manifest> commit(const std::string &dir, uint64_t generation, int64_t ste
 // Read <dir>/<generation>/manifest.json and check every shard's size and
 // SHA-256 (threads in parallel; 0: one per core). The error names the
 // first bad shard ("shard model.bin: SHA-256 mismatch ...").
+// With default VerifyLimits.
 Result<Manifest> verify(const std::string &dir, uint64_t generation, unsigned threads = 0);
-// Read and validate the manifest only (no hashing).
+// Under lim: the sizes the manifest names must fit lim.max_bytes, the whole
+// verification must end within lim.timeout_ms, and every file must belong
+// to the user (see VerifyLimits::uid). As root, the hashing runs in a child
+// process with the user's privileges.
+Result<Manifest> verify(const std::string &dir, uint64_t generation, const VerifyLimits &lim,
+                        unsigned threads = 0);
+// Read and validate the manifest only (no hashing): opened without following
+// a symlink or blocking, a regular file of at most 16 MiB owned by the owner
+// of its generation directory.
 Result<Manifest> read_manifest(const std::string &dir, uint64_t generation);
 
 // The newest generation that verifies. Generations that fail are skipped
@@ -85,6 +123,9 @@ Result<Manifest> read_manifest(const std::string &dir, uint64_t generation);
 // when none verifies.
 Result<Manifest> latest(const std::string &dir, std::vector<std::string> *skipped = nullptr,
                         unsigned threads = 0);
+// The same, each generation verified under lim.
+Result<Manifest> latest(const std::string &dir, const VerifyLimits &lim,
+                        std::vector<std::string> *skipped = nullptr, unsigned threads = 0);
 
 // Retention (RollbackWindow): remove generations whose manifest is older
 // than keep_seconds before now_ms, and uncommitted or unreadable ones whose
@@ -105,6 +146,7 @@ struct Resumed {
 	int64_t time_ms = 0;
 };
 Status mark_resumed(const std::string &dir, const Resumed &r);
+// Opened as the manifest is (no symlink, no FIFO, bounded).
 Result<Resumed> read_resumed(const std::string &dir);
 // Resolve a manifest path ("<dir>/<generation>/manifest.json") into dir
 // and generation.

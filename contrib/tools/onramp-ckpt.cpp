@@ -51,6 +51,14 @@ static bool parse_u64(const char *s, uint64_t *out)
 	return true;
 }
 
+// CheckpointVerifyMaxGiB and CheckpointVerifyTimeout of onramp.conf when
+// there is one (a job's node may have none: the defaults then).
+static ckpt::VerifyLimits limits()
+{
+	auto cfg = Config::load(default_conf_path());
+	return cfg.ok() ? ckpt::verify_limits(cfg.value()) : ckpt::VerifyLimits();
+}
+
 int main(int argc, char **argv)
 {
 	log_set_program("onramp-ckpt");
@@ -168,7 +176,7 @@ int main(int argc, char **argv)
 			log_error("'%s' is not a generation number", args[0].c_str());
 			return 2;
 		}
-		auto m = ckpt::verify(dir, gen, th);
+		auto m = ckpt::verify(dir, gen, limits(), th);
 		if (!m.ok()) {
 			log_error("%s", m.status().message().c_str());
 			return 1;
@@ -180,7 +188,7 @@ int main(int argc, char **argv)
 	}
 	if (cmd == "latest") {
 		std::vector<std::string> skipped;
-		auto m = ckpt::latest(dir, &skipped, th);
+		auto m = ckpt::latest(dir, limits(), &skipped, th);
 		for (const auto &s : skipped)
 			log_warn("skipped: %s", s.c_str());
 		if (!m.ok()) {

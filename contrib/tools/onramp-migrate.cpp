@@ -7,8 +7,12 @@
 //                  [--rollback] [--json]
 //   onramp-migrate resume [--json]   finish what an interrupted run left
 //   onramp-migrate status [JOB] [--json]
+//   onramp-migrate job JOB          the job's uid and checkpoint directory
+//                                   as JSON, from libslurm (for onrampctl's
+//                                   shell commands: never scontrol's text)
 //
 // Exit 0 all done, 1 some migration aborted or failed, 2 bad usage.
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -19,8 +23,10 @@
 #include "config.hpp"
 #include "json.hpp"
 #include "log.hpp"
+#include "number.hpp"
 #include "migrate/driver.hpp"
 #include "migrate/journal.hpp"
+#include "migrate/migrate.hpp"
 #include "slurm/client.hpp"
 
 using namespace onramp;
@@ -36,7 +42,8 @@ int usage(FILE *f)
 	           "  IDS: job ids, ARRAYID_TASK for one array task, or an array's id for\n"
 	           "  all its running tasks (each moves under its own job id)\n"
 	           "       onramp-migrate resume [--json]\n"
-	           "       onramp-migrate status [JOB] [--json]\n");
+	           "       onramp-migrate status [JOB] [--json]\n"
+	           "       onramp-migrate job JOB\n");
 	return f == stdout ? 0 : 2;
 }
 
@@ -46,6 +53,33 @@ Json to_json(const Migration &m)
 	o.set("id", m.id).set("job", static_cast<int64_t>(m.job)).set("state", m.state);
 	o.set("from", m.src).set("to", m.target).set("generation", m.gen).set("error", m.error);
 	return o;
+}
+
+// onramp-migrate job JOB: what the shell commands need of a job, read with
+// libslurm; the comment is the user's text, so only the onramp:ckpt= value
+// is taken from it, never a field.
+int print_job(slurm::SlurmClient &sc, const std::vector<std::string> &rest)
+{
+	if (rest.size() != 1)
+		return usage(stderr);
+	auto id = parse_int(rest[0], 1, UINT32_MAX);
+	if (!id.ok()) {
+		log_error("job: %s", id.status().message().c_str());
+		return 2;
+	}
+	auto j = sc.job(static_cast<uint32_t>(id.value()));
+	if (!j.ok() || !j.value()) {
+		log_error("job %s: %s", rest[0].c_str(),
+		          j.ok() ? "not known to slurmctld" : j.status().message().c_str());
+		return 1;
+	}
+	const slurm::Job &job = *j.value();
+	Json o = Json::object();
+	o.set("job", static_cast<int64_t>(job.id)).set("uid", static_cast<int64_t>(job.uid));
+	o.set("state", job.state);
+	o.set("ckpt_dir", migrate::comment_value(job.comment, migrate::kCkptCommentKey));
+	printf("%s\n", o.dump(true).c_str());
+	return 0;
 }
 
 void print(const std::vector<Migration> &ms, bool json, bool table)
@@ -129,7 +163,7 @@ int main(int argc, char **argv)
 		} else
 			rest.push_back(a);
 	}
-	if (cmd != "status" && cmd != "resume" && cmd != "migrate")
+	if (cmd != "status" && cmd != "resume" && cmd != "migrate" && cmd != "job")
 		return usage(stderr);
 	auto cfg = Config::load(default_conf_path());
 	if (!cfg.ok()) {
@@ -144,6 +178,8 @@ int main(int argc, char **argv)
 		log_error("only root or SlurmUser may migrate jobs");
 		return 2;
 	}
+	if (cmd == "job")
+		return print_job(sc, rest);
 	Status st = make_dirs(statedir, 0700);
 	if (!st.ok()) {
 		log_error("%s", st.message().c_str());

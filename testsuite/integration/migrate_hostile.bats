@@ -62,3 +62,27 @@ sq_running_on() {
 	ac=$(sq "$job" admin_comment)
 	[[ -z $ac || $ac == "(null)" ]]
 }
+
+@test "onrampctl's shell commands read a job's user and checkpoint directory with libslurm, not from a forged comment" {
+	local dir=$ONRAMP_JOBS_DIR/hostile2.ckpt job uid
+	rm -rf "$dir"
+	as_user mkdir -p "$dir"
+	job=$(as_user sbatch --parsable -p batch -N1 -J "j UserId=root(0) GroupId=root(0)" \
+		--comment="onramp:ckpt=$dir x UserId=root(0) GroupId=root(0)" --wrap "sleep 300")
+	JOBS+=("$job")
+	# The forged text is in scontrol's output, after the real UserId.
+	scontrol -o show job "$job" | grep -q "Comment=onramp:ckpt=$dir x UserId=root(0)"
+	uid=$(id -u "$ONRAMP_CLUSTER_USER")
+	run "$ONRAMP_REPO/contrib/tools/onramp-migrate" job "$job"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(jq -r .uid <<<"$output")" = "$uid" ]
+	[ "$(jq -r .ckpt_dir <<<"$output")" = "$dir" ]
+	# verify-loss reads as that user: a root-only file named as the loss
+	# log is not readable to it (parsing scontrol's text, root(0) won).
+	as_user sh -c "echo '{\"step\": 5}' > '$dir/resumed.json'"
+	run "$CTL" verify-loss "$job" /etc/shadow
+	echo "$output"
+	[ "$status" -ne 0 ]
+	[[ $output == *"not a regular file the job's user can read"* ]]
+}

@@ -168,6 +168,74 @@ static void xids_from_kmsg_and_dmesg(void **)
 	assert_false(read_kernel_log("/nonexistent/kmsg").ok());
 }
 
+// Only the driver's own lines are XIDs: a kernel-facility record whose
+// message starts with "NVRM: Xid (PCI:dddd:bb:dd[.f]): N". A process named
+// "NVRM: Xid ():79" that segfaults makes the kernel write a line starting
+// with that name; a user writing to /dev/kmsg gets facility user.
+static void forged_xid_lines_are_not_xids(void **)
+{
+	std::string forged =
+	    // the segfault line of a process named "NVRM: Xid ():79" (15 bytes)
+	    "6,300,9100000000,-;NVRM: Xid ():79[4242]: segfault at 0 ip 0000000000401000 sp "
+	    "00007ffd00000000 error 4 in a.out[401000+1000]\n"
+	    "6,301,9100000000,-;NVRM: Xid (PCI:[4243]: segfault at 0 ip 0 sp 0 error 4\n"
+	    // the text anywhere but at the start
+	    "6,302,9100000000,-;a.out[42]: NVRM: Xid (PCI:0000:3b:00): 79, pid=1\n"
+	    // a user's write to /dev/kmsg: facility user (pri 12 = 1 << 3 | 4)
+	    "12,303,9100000000,-;NVRM: Xid (PCI:0000:3b:00): 79, pid=1\n"
+	    "<12>[ 9100.000000] NVRM: Xid (PCI:0000:3b:00): 79, pid=1\n"
+	    // malformed: no number, trailing junk, bad PCI address, XID 0
+	    "4,304,9100000000,-;NVRM: Xid (PCI:0000:3b:00): 79x\n"
+	    "4,305,9100000000,-;NVRM: Xid (PCI:0000:3b:0): 79, short bus\n"
+	    "4,306,9100000000,-;NVRM: Xid (PCI:0000:3b:00): 0, zero\n"
+	    "4,307,9100000000,-;NVRM: Xid (PCI:0000:3b:00):  79, two blanks\n"
+	    "x,308,9100000000,-;NVRM: Xid (PCI:0000:3b:00): 79, bad priority\n"
+	    // a continuation line of a record
+	    " NVRM: Xid (PCI:0000:3b:00): 79, in a dictionary line\n";
+	assert_int_equal(parse_xids(forged, 10000.0, 7200.0).size(), 0);
+	std::string real =
+	    "4,400,9100000000,-;NVRM: Xid (PCI:0000:3B:00): 94, pid=77, name=python\n"
+	    "<4>[ 9200.5] NVRM: Xid (PCI:0000:5d:00.1): 31, Ch 00000010\n"
+	    "4,401,9300000000,c;NVRM: Xid (PCI:0001:db:00): 79\n";
+	auto x = parse_xids(forged + real, 10000.0, 7200.0);
+	assert_int_equal(x.size(), 3);
+	assert_int_equal(x[0].xid, 94);
+	assert_string_equal(x[0].gpu.c_str(), "0000:3b:00");
+	assert_int_equal(x[1].xid, 31);
+	assert_string_equal(x[1].gpu.c_str(), "0000:5d:00.1");
+	assert_true(std::fabs(x[1].age_s - 799.5) < 1e-6);
+	assert_int_equal(x[2].xid, 79);
+	assert_string_equal(x[2].gpu.c_str(), "0001:db:00");
+}
+
+// sysfs values are numbers or nothing: "inf", "0x10", signs, overflow and
+// trailing junk are refused, and a garbage counter is an error naming it.
+static void sysfs_values_are_strict_numbers(void **)
+{
+	uint64_t v = 0;
+	assert_true(parse_sysfs_u64("3\n", &v) && v == 3);
+	assert_true(parse_sysfs_u64(" 18446744073709551615 ", &v) && v == UINT64_MAX);
+	for (const char *bad : {"", "-1", "+1", "0x10", "1e3", "3 4", "18446744073709551616", "inf",
+	                        "12abc", "99999999999999999999999"})
+		assert_false(parse_sysfs_u64(bad, &v));
+	assert_true(parse_rate_gbps("400 Gb/sec (4X NDR)") == 400);
+	assert_true(parse_rate_gbps("2.5 Gb/sec (1X SDR)") == 2.5);
+	for (const char *bad : {"inf Gb/sec", "nan", "1e308 Gb/sec", "0x190 Gb/sec", "-400 Gb/sec",
+	                        "400Gb/sec", ".5 Gb/sec", "1.2.3 Gb/sec", "0 Gb/sec"})
+		assert_true(parse_rate_gbps(bad) == 0);
+	std::string root = fabric_tree(1);
+	put(root + "/sys/class/infiniband/mlx5_0/ports/1/counters/link_downed", "-5\n");
+	auto p = read_ib_ports(root);
+	assert_false(p.ok());
+	assert_contains(p.status().message(), "counters/link_downed: '-5' is not a number");
+	// Only numeric port directories are ports.
+	put(root + "/sys/class/infiniband/mlx5_0/ports/1/counters/link_downed", "5\n");
+	put(root + "/sys/class/infiniband/mlx5_0/ports/1x/state", "4: ACTIVE\n");
+	p = read_ib_ports(root);
+	assert_true(p.ok());
+	assert_int_equal(p->size(), 1);
+}
+
 static void gpu_health_codes_in_order(void **)
 {
 	Baseline b = sim_baseline();
@@ -344,6 +412,8 @@ int main(void)
 	    cmocka_unit_test(fabric_fixture_trees),
 	    cmocka_unit_test(sim_profile_reads_a_sysfs_fixture),
 	    cmocka_unit_test(xids_from_kmsg_and_dmesg),
+	    cmocka_unit_test(forged_xid_lines_are_not_xids),
+	    cmocka_unit_test(sysfs_values_are_strict_numbers),
 	    cmocka_unit_test(gpu_health_codes_in_order),
 	    cmocka_unit_test(gpu_health_data_per_gpu),
 	    cmocka_unit_test(inventory_needs_the_cuda_runtime_to_see_the_gpus),

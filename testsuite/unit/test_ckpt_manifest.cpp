@@ -2,14 +2,43 @@
 // generation guarantees and what verification refuses.
 #include "unit.hpp"
 
+#include <atomic>
+#include <chrono>
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <thread>
 #include <unistd.h>
 
 #include "atomic_file.hpp"
+#include "config.hpp"
+#include "json.hpp"
 #include "migrate/manifest.hpp"
 #include "migrate/onramp_ckpt.h"
 
 using namespace onramp;
+
+#define ZEROS "0000000000000000000000000000000000000000000000000000000000000000"
+
+// A manifest for generation gen naming one shard (path, size, sha256).
+static std::string manifest_text(uint64_t gen, const std::string &path, uint64_t size,
+                                 const std::string &sha,
+                                 const std::string &time = "2026-01-01T12:00:00Z",
+                                 const std::string &time_ms = "1767268800000")
+{
+	return "{\"format\":\"onramp-checkpoint/1\",\"generation\":" + std::to_string(gen) +
+	       ",\"step\":1,\"time\":\"" + time + "\",\"time_ms\":" + time_ms +
+	       ",\"shards\":[{\"path\":\"" + path + "\",\"size\":" + std::to_string(size) +
+	       ",\"sha256\":\"" + sha + "\"}]}";
+}
+
+static std::string sha_of(const std::string &path)
+{
+	std::string hex;
+	uint64_t size = 0;
+	assert_true(ckpt::sha256_file(path, &hex, &size).ok());
+	return hex;
+}
 
 static void put(const std::string &dir, uint64_t gen, const std::string &rel,
                 const std::string &data)
@@ -95,11 +124,13 @@ static void paths_never_escape(void **)
 	assert_int_equal(symlink((outside + "/secret").c_str(), (dir + "/1/link").c_str()), 0);
 	auto c = ckpt::commit(dir, 1, 1, {"link"});
 	assert_false(c.ok());
-	assert_contains(c.status().message(), "outside the checkpoint directory");
-	// A symlink inside the checkpoint directory is fine.
+	assert_contains(c.status().message(), "is a symlink");
+	// No symlink at all, even one that stays inside: what is hashed must be
+	// the file the manifest names.
 	put(dir, 1, "real", "r");
 	assert_int_equal(symlink((dir + "/1/real").c_str(), (dir + "/1/inner").c_str()), 0);
-	assert_true(ckpt::commit(dir, 1, 1, {"inner"}).ok());
+	assert_contains(ckpt::commit(dir, 1, 1, {"inner"}).status().message(), "is a symlink");
+	assert_true(ckpt::commit(dir, 1, 1, {"real"}).ok());
 	// A manifest written by someone else naming an escaping path.
 	assert_true(write_file_atomic(
 	                dir + "/1/manifest.json",
@@ -133,8 +164,9 @@ static void malformed_manifest_names_the_field(void **)
 	    {"{\"format\":\"other/2\",\"generation\":1,\"step\":1,\"time\":\"t\",\"time_ms\":1,"
 	     "\"shards\":[]}",
 	     "format"},
-	    {"{\"format\":\"onramp-checkpoint/1\",\"generation\":2,\"step\":1,\"time\":\"t\","
-	     "\"time_ms\":1,\"shards\":[]}",
+	    {"{\"format\":\"onramp-checkpoint/1\",\"generation\":2,\"step\":1,"
+	     "\"time\":\"2026-01-01T12:00:00Z\",\"time_ms\":1767268800000,"
+	     "\"shards\":[{\"path\":\"a.bin\",\"size\":1,\"sha256\":\"" ZEROS "\"}]}",
 	     "generation: 2 does not match"},
 	    {"{not json", "manifest.json"},
 	};
@@ -197,6 +229,221 @@ static void prune_keeps_the_newest_verified(void **)
 	assert_int_equal(ckpt::latest(dir)->generation, 4);
 }
 
+// A manifest.json that is a symlink is never read through (it pointed at
+// /etc/passwd, whose first token came back in the error, and at /dev/zero,
+// read up to the cap); a FIFO neither blocks nor is read.
+static void special_manifests_are_refused_unread(void **)
+{
+	alarm(30); // a blocking open or read fails the test instead of hanging it
+	std::string dir = unit_tmpdir();
+	make_gen(dir, 1, 5);
+	std::string man = dir + "/1/manifest.json";
+	for (const char *target : {"/etc/passwd", "/dev/zero"}) {
+		assert_int_equal(unlink(man.c_str()), 0);
+		assert_int_equal(symlink(target, man.c_str()), 0);
+		auto v = ckpt::verify(dir, 1);
+		assert_false(v.ok());
+		assert_contains(v.status().message(), "manifest.json is a symlink");
+		assert_true(v.status().message().find("root") == std::string::npos);
+		assert_contains(ckpt::read_manifest(dir, 1).status().message(), "is a symlink");
+	}
+	assert_int_equal(unlink(man.c_str()), 0);
+	assert_int_equal(mkfifo(man.c_str(), 0644), 0);
+	auto v = ckpt::verify(dir, 1);
+	assert_contains(v.status().message(), "manifest.json is not a regular file");
+	assert_false(ckpt::latest(dir).ok());
+	// A shard that is a FIFO, a directory or a device.
+	std::string dir2 = unit_tmpdir();
+	make_gen(dir2, 1, 5);
+	assert_int_equal(unlink((dir2 + "/1/a.bin").c_str()), 0);
+	assert_int_equal(mkfifo((dir2 + "/1/a.bin").c_str(), 0644), 0);
+	assert_contains(ckpt::verify(dir2, 1).status().message(), "'a.bin' is not a regular file");
+	assert_int_equal(unlink((dir2 + "/1/a.bin").c_str()), 0);
+	assert_int_equal(symlink("/dev/null", (dir2 + "/1/a.bin").c_str()), 0);
+	assert_contains(ckpt::verify(dir2, 1).status().message(), "'a.bin' is a symlink");
+	// A directory on the way that is a symlink.
+	assert_int_equal(rename((dir2 + "/1/sub").c_str(), (dir2 + "/realsub").c_str()), 0);
+	assert_int_equal(symlink((dir2 + "/realsub").c_str(), (dir2 + "/1/sub").c_str()), 0);
+	assert_int_equal(unlink((dir2 + "/1/a.bin").c_str()), 0);
+	put(dir2, 1, "a.bin", std::string(100000, 'a') + "1");
+	assert_contains(ckpt::verify(dir2, 1).status().message(), "'sub' is a symlink");
+	alarm(0);
+}
+
+// Garbage or impossible times, a negative time_ms and an empty shard list are
+// refused, naming the file and the field.
+static void manifest_times_and_empty_lists_are_checked(void **)
+{
+	std::string dir = unit_tmpdir();
+	make_gen(dir, 1, 5);
+	struct Case {
+		std::string text;
+		const char *want;
+	} cases[] = {
+	    {manifest_text(1, "a.bin", 1, ZEROS, "yesterday"),
+	     "field 'time': 'yesterday' is not a UTC"},
+	    {manifest_text(1, "a.bin", 1, ZEROS, "2026-02-31T12:00:00Z"),
+	     "field 'time': '2026-02-31"},
+	    {manifest_text(1, "a.bin", 1, ZEROS, "2026-01-01T25:00:00Z"),
+	     "field 'time': '2026-01-01T25"},
+	    {manifest_text(1, "a.bin", 1, ZEROS, "2026-01-01T12:00:00Z", "5"), "is not time_ms 5"},
+	    {manifest_text(1, "a.bin", 1, ZEROS, "1970-01-01T00:00:00Z", "-1"),
+	     "field 'time_ms': must not be negative"},
+	    {"{\"format\":\"onramp-checkpoint/1\",\"generation\":1,\"step\":1,"
+	     "\"time\":\"2026-01-01T12:00:00Z\",\"time_ms\":1767268800000,\"shards\":[]}",
+	     "field 'shards': is empty"},
+	};
+	for (const auto &c : cases) {
+		assert_true(write_file_atomic(dir + "/1/manifest.json", c.text).ok());
+		auto m = ckpt::verify(dir, 1);
+		assert_false(m.ok());
+		assert_contains(m.status().message(), "/1/manifest.json");
+		assert_contains(m.status().message(), c.want);
+	}
+}
+
+// Duplicate paths are found with a set: 200,000 shards (the old pairwise
+// check took minutes) are judged in seconds.
+static void duplicate_check_is_not_quadratic(void **)
+{
+	alarm(60);
+	std::string text = "{\"format\":\"onramp-checkpoint/1\",\"generation\":1,\"step\":1,"
+	                   "\"time\":\"2026-01-01T12:00:00Z\",\"time_ms\":1767268800000,"
+	                   "\"shards\":[";
+	const int n = 200000;
+	for (int i = 0; i <= n; i++)
+		text += std::string(i ? "," : "") + "{\"path\":\"s" +
+		        std::to_string(i == n ? 7 : i) + "\",\"size\":1,\"sha256\":\"" ZEROS "\"}";
+	text += "]}";
+	auto j = json_parse(text, "big.json");
+	assert_true(j.ok());
+	auto t0 = std::chrono::steady_clock::now();
+	auto m = ckpt::Manifest::from_json(j->get(), "big.json");
+	double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+	assert_false(m.ok());
+	assert_contains(m.status().message(), "field 'shards[200000].path': 's7' is listed twice");
+	assert_true(s < 20);
+	alarm(0);
+}
+
+// A sparse shard whose size matches the manifest is refused by the budget
+// before a byte is hashed (8 TiB: ext4's files stop at 16 TiB; the default
+// budget is 4 TiB), and hashing stops at the deadline.
+static void budget_and_deadline_bound_the_work(void **)
+{
+	alarm(60);
+	std::string dir = unit_tmpdir();
+	assert_true(make_dirs(dir + "/1").ok());
+	int fd = open((dir + "/1/huge.bin").c_str(), O_WRONLY | O_CREAT, 0644);
+	assert_true(fd >= 0);
+	const uint64_t huge = 8ull << 40;
+	assert_int_equal(ftruncate(fd, static_cast<off_t>(huge)), 0);
+	close(fd);
+	assert_true(
+	    write_file_atomic(dir + "/1/manifest.json", manifest_text(1, "huge.bin", huge, ZEROS))
+	        .ok());
+	auto v = ckpt::verify(dir, 1);
+	assert_false(v.ok());
+	assert_contains(v.status().message(), "CheckpointVerifyMaxGiB");
+	// A smaller budget, a smaller file.
+	assert_int_equal(truncate((dir + "/1/huge.bin").c_str(), 2 << 20), 0);
+	assert_true(write_file_atomic(dir + "/1/manifest.json",
+	                              manifest_text(1, "huge.bin", 2 << 20, ZEROS))
+	                .ok());
+	ckpt::VerifyLimits lim;
+	lim.max_bytes = 1 << 20;
+	assert_contains(ckpt::verify(dir, 1, lim).status().message(), "CheckpointVerifyMaxGiB");
+	// The deadline: 1 GiB (sparse) cannot be hashed in 1 ms.
+	assert_int_equal(truncate((dir + "/1/huge.bin").c_str(), 1 << 30), 0);
+	assert_true(write_file_atomic(dir + "/1/manifest.json",
+	                              manifest_text(1, "huge.bin", 1 << 30, ZEROS))
+	                .ok());
+	lim = ckpt::VerifyLimits();
+	lim.timeout_ms = 1;
+	assert_contains(ckpt::verify(dir, 1, lim).status().message(), "CheckpointVerifyTimeout");
+	// The keys' values from onramp.conf.
+	auto cfg = Config::parse("CheckpointVerifyMaxGiB=2\nCheckpointVerifyTimeout=90s\n", "t");
+	assert_true(cfg.ok());
+	lim = ckpt::verify_limits(cfg.value());
+	assert_true(lim.max_bytes == (2ull << 30));
+	assert_int_equal(lim.timeout_ms, 90000);
+	alarm(0);
+}
+
+// A loop swaps the shard between a file and a symlink to a file outside
+// while verification runs: the outside file's contents are never accepted
+// (the realpath-then-open check accepted them in 239 of 1,500 runs).
+static void a_racing_symlink_never_verifies(void **)
+{
+	std::string dir = unit_tmpdir(), outside = unit_tmpdir();
+	std::string secret = std::string(4096, 's');
+	assert_true(write_file_atomic(outside + "/secret", secret).ok());
+	put(dir, 1, "keep.bin", std::string(4096, 'k'));
+	std::string g = dir + "/1/";
+	assert_int_equal(link((g + "keep.bin").c_str(), (g + "a.bin").c_str()), 0);
+	// What the attacker wants accepted: the outside file's size and hash.
+	assert_true(
+	    write_file_atomic(g + "manifest.json",
+	                      manifest_text(1, "a.bin", secret.size(), sha_of(outside + "/secret")))
+	        .ok());
+	std::atomic<bool> stop{false};
+	std::thread swapper([&]() {
+		while (!stop) {
+			(void)unlink((g + "t1").c_str());
+			(void)symlink((outside + "/secret").c_str(), (g + "t1").c_str());
+			(void)rename((g + "t1").c_str(), (g + "a.bin").c_str());
+			(void)unlink((g + "t2").c_str());
+			(void)link((g + "keep.bin").c_str(), (g + "t2").c_str());
+			(void)rename((g + "t2").c_str(), (g + "a.bin").c_str());
+		}
+	});
+	int accepted = 0, runs = 0;
+	auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+	for (; runs < 1500 && std::chrono::steady_clock::now() < end; runs++)
+		accepted += ckpt::verify(dir, 1, 1).ok();
+	stop = true;
+	swapper.join();
+	print_message("race: %d of %d verifications accepted the outside file\n", accepted, runs);
+	assert_int_equal(accepted, 0);
+	assert_true(runs >= 100);
+}
+
+// As root, the files are read with the user's privileges and must be his:
+// a shard he cannot read himself fails, and so does a file of someone else
+// in his directory (a hard link to root's file, say).
+static void root_hashes_as_the_user(void **)
+{
+	if (geteuid() != 0) {
+		print_message("skipped: needs root\n");
+		return;
+	}
+	const uid_t nobody = 65534;
+	std::string dir = unit_tmpdir();
+	assert_int_equal(chmod(dir.c_str(), 0755), 0);
+	make_gen(dir, 1, 5);
+	for (const char *p : {"", "/1", "/1/a.bin", "/1/sub", "/1/sub/b.bin", "/1/manifest.json"})
+		assert_int_equal(chown((dir + p).c_str(), nobody, nobody), 0);
+	ckpt::VerifyLimits lim;
+	lim.uid = nobody;
+	assert_true(ckpt::verify(dir, 1, lim).ok());
+	assert_true(ckpt::verify(dir, 1).ok()); // the generation's owner by default
+	// Root could read this shard; its owner cannot.
+	assert_int_equal(chmod((dir + "/1/a.bin").c_str(), 0), 0);
+	auto v = ckpt::verify(dir, 1, lim);
+	assert_false(v.ok());
+	assert_contains(v.status().message(), "'a.bin': Permission denied");
+	assert_contains(ckpt::verify(dir, 1).status().message(), "Permission denied");
+	assert_int_equal(chmod((dir + "/1/a.bin").c_str(), 0644), 0);
+	// A file owned by someone else.
+	assert_int_equal(chown((dir + "/1/sub/b.bin").c_str(), 0, 0), 0);
+	assert_contains(ckpt::verify(dir, 1, lim).status().message(),
+	                "'sub/b.bin' is owned by uid 0, not by uid 65534");
+	// The job's uid given, the directory someone else's.
+	lim.uid = 4242;
+	assert_contains(ckpt::verify(dir, 1, lim).status().message(),
+	                "is owned by uid 65534, not by uid 4242");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -207,6 +454,12 @@ int main(void)
 	    cmocka_unit_test(malformed_manifest_names_the_field),
 	    cmocka_unit_test(latest_picks_the_newest_verified),
 	    cmocka_unit_test(prune_keeps_the_newest_verified),
+	    cmocka_unit_test(special_manifests_are_refused_unread),
+	    cmocka_unit_test(manifest_times_and_empty_lists_are_checked),
+	    cmocka_unit_test(duplicate_check_is_not_quadratic),
+	    cmocka_unit_test(budget_and_deadline_bound_the_work),
+	    cmocka_unit_test(a_racing_symlink_never_verifies),
+	    cmocka_unit_test(root_hashes_as_the_user),
 	};
 	return cmocka_run_group_tests_name("ckpt_manifest", tests, NULL, NULL);
 }

@@ -31,6 +31,23 @@ static void bad_input_is_named(void **)
 	}
 }
 
+// Found by fuzz_hostlist: libslurm accepts "node[1-4,]" (and leaks); onramp
+// refuses empty names and ranges that are not N or N-M before calling it.
+static void empty_names_and_ranges_are_refused_before_libslurm(void **)
+{
+	for (const char *b :
+	     {"node[1-4,]", "node[,1]", "node[]", "node[-3]", "node[1-]", "node[a-b]", "node[1--2]",
+	      "node[5-4]", "node[1234567890123456789]", "a,,b", ",a", "a,", "r[1-2]n[3,]",
+	      "r[1-2]n[3]", "n[1-44444444]", "n[2-414240]"}) {
+		auto r = hostlist_expand(b);
+		assert_false(r.ok());
+		assert_contains(r.status().message(), b);
+	}
+	auto r = hostlist_expand("n[3,5-7],gpu7");
+	assert_true(r.ok());
+	assert_int_equal(r->size(), 5);
+}
+
 static void large_round_trip(void **)
 {
 	auto r = hostlist_expand("n[00001-25000]");
@@ -45,6 +62,7 @@ int main(void)
 	    cmocka_unit_test(expand_ranges_and_lists),
 	    cmocka_unit_test(compress_sorts_and_dedups),
 	    cmocka_unit_test(bad_input_is_named),
+	    cmocka_unit_test(empty_names_and_ranges_are_refused_before_libslurm),
 	    cmocka_unit_test(large_round_trip),
 	};
 	return cmocka_run_group_tests_name("hostlist", tests, NULL, NULL);

@@ -14,6 +14,10 @@
  *  job_submit/onramp finds them. In slurmstepd (remote context) the job's
  *  tasks get ONRAMP_CKPT_DIR, ONRAMP_CKPT_SIGNAL, ONRAMP_RESTART_COUNT and,
  *  on a restart, ONRAMP_RESUME_MANIFEST: the newest generation that verifies.
+ *  That verification hashes the whole checkpoint, so it runs once per
+ *  restart: in the batch script's task (a requeued job is a batch job); the
+ *  job's other steps, on every node, inherit ONRAMP_RESUME_MANIFEST from the
+ *  batch script's environment through srun.
  *
  *  Uses only Slurm's public spank.h; onramp_ckpt.h for the protocol and
  *  onramp.h for the signal grammar (shared with job_submit/onramp).
@@ -28,6 +32,10 @@
 #include "onramp.h"
 
 SPANK_PLUGIN(onramp, 1);
+
+#ifndef SLURM_BATCH_SCRIPT
+#define SLURM_BATCH_SCRIPT 0xfffffffb
+#endif
 
 static char *opt_dir = NULL;
 static char *opt_signal = NULL;
@@ -119,6 +127,13 @@ static const char *_getenv(spank_t sp, const char *name, char *buf, int len)
 	return NULL;
 }
 
+static int _is_batch_step(spank_t sp)
+{
+	uint32_t step = 0;
+	return spank_get_item(sp, S_JOB_STEPID, &step) == ESPANK_SUCCESS &&
+	       step == SLURM_BATCH_SCRIPT;
+}
+
 /* slurmstepd: tell the job's tasks where and how to checkpoint. */
 int slurm_spank_user_init(spank_t sp, int ac, char **av)
 {
@@ -145,20 +160,40 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
 	r = _getenv(sp, "SLURM_RESTART_COUNT", rc, sizeof(rc));
 	spank_setenv(sp, "ONRAMP_CKPT_DIR", d, 1);
 	spank_setenv(sp, "ONRAMP_CKPT_SIGNAL", _strip_target(s), 1);
+	/* The batch step's environment has no SLURM_RESTART_COUNT yet here
+	 * (slurmstepd adds it per task, and 22.05's S_SLURM_RESTART_COUNT is 0
+	 * for it): slurm_spank_task_init() handles the batch step. */
+	if (!_is_batch_step(sp))
+		spank_setenv(sp, "ONRAMP_RESTART_COUNT", r ? r : "0", 1);
+	return 0;
+}
+
+/* slurmstepd, the batch script's task, its environment complete: on a
+ * restart, find the newest generation that verifies, once per restart. */
+int slurm_spank_task_init(spank_t sp, int ac, char **av)
+{
+	char dir[4096], rc[32], err[512], path[4200];
+	const char *d, *r;
+	uint64_t gen = 0;
+	int64_t step = 0;
+	(void)ac;
+	(void)av;
+	if (spank_remote(sp) != 1 || !_is_batch_step(sp))
+		return 0;
+	d = _getenv(sp, "ONRAMP_CKPT_DIR", dir, sizeof(dir));
+	if (!d)
+		return 0;
+	r = _getenv(sp, "SLURM_RESTART_COUNT", rc, sizeof(rc));
 	spank_setenv(sp, "ONRAMP_RESTART_COUNT", r ? r : "0", 1);
-	if (r && atoi(r) > 0) {
-		uint64_t gen = 0;
-		int64_t step = 0;
-		char err[512], path[4200];
-		if (onramp_ckpt_latest(d, &gen, &step, err, sizeof(err)) == 0) {
-			snprintf(path, sizeof(path), "%s/%llu/manifest.json", d,
-			         (unsigned long long)gen);
-			spank_setenv(sp, "ONRAMP_RESUME_MANIFEST", path, 1);
-			slurm_info("spank/onramp: restart %s resumes from %s (step %lld)", r, path,
-			           (long long)step);
-		} else {
-			slurm_info("spank/onramp: restart %s: %s", r, err);
-		}
+	if (!r || atoi(r) <= 0)
+		return 0;
+	if (onramp_ckpt_latest(d, &gen, &step, err, sizeof(err)) == 0) {
+		snprintf(path, sizeof(path), "%s/%llu/manifest.json", d, (unsigned long long)gen);
+		spank_setenv(sp, "ONRAMP_RESUME_MANIFEST", path, 1);
+		slurm_info("spank/onramp: restart %s resumes from %s (step %lld)", r, path,
+		           (long long)step);
+	} else {
+		slurm_info("spank/onramp: restart %s: %s", r, err);
 	}
 	return 0;
 }
