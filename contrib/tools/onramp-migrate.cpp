@@ -469,8 +469,8 @@ public:
 	explicit DrainLock(const std::string &statedir)
 	{
 		std::string dir = statedir + "/locks";
-		(void)make_dirs(dir, 0700);
-		fd_ = open((dir + "/drain.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		(void)make_dirs(dir, 0755);
+		fd_ = open((dir + "/drain.lock").c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
 		while (fd_ >= 0 && flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
 		}
 	}
@@ -669,9 +669,9 @@ bool Migrator::drive(Migration &m)
 {
 	// One driver per migration: a --resume next to a live run skips it.
 	std::string lockdir = cfg_.str("StateDir") + "/locks";
-	(void)make_dirs(lockdir, 0700);
+	(void)make_dirs(lockdir, 0755);
 	std::string lockpath = strprintf("%s/migrate.%u.lock", lockdir.c_str(), m.job);
-	int lfd = open(lockpath.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	int lfd = open(lockpath.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
 	if (lfd < 0 || flock(lfd, LOCK_EX | LOCK_NB) != 0) {
 		m.error = strprintf("migration %lld is being driven by another onrampctl; skipped",
 		                    static_cast<long long>(m.id));
