@@ -76,7 +76,12 @@ ensure_slurm_user() {
 
 # slurm.conf and the files beside it for the site profile (after write_config).
 site_write_config() {
-	local why
+	local why key
+	# The fragment's keys replace the minimal profile's (Slurm would take the
+	# last value too, with an error line for each).
+	for key in $(sed -n 's/^\([A-Za-z]*\)=.*/\1/p' "$REPO_ROOT/etc/slurm.conf.site"); do
+		sed -i "/^$key=/d" "$CONF"
+	done
 	{
 		echo "# --- site profile: $REPO_ROOT/etc/slurm.conf.site"
 		grep -v '^[[:space:]]*#' "$REPO_ROOT/etc/slurm.conf.site" | grep -v '^[[:space:]]*$'
@@ -84,14 +89,14 @@ site_write_config() {
 		echo "AccountingStoragePort=$DBD_PORT"
 		# For munge, the socket of the munged that signs slurmdbd traffic.
 		echo "AccountingStoragePass=$MUNGE_SOCKET"
-		if ! why=$(site_cgroup_ok); then
-			echo "# cgroups unavailable on this host ($why): linuxproc tracking, no confinement"
-			echo "ProctrackType=proctrack/linuxproc"
-			echo "TaskPlugin=task/none"
-			echo "JobAcctGatherType=jobacct_gather/none"
-			note "site profile: $why; falling back to proctrack/linuxproc, task/none"
-		fi
 	} >>"$CONF"
+	if ! why=$(site_cgroup_ok); then
+		sed -i -e 's|^ProctrackType=.*|ProctrackType=proctrack/linuxproc|' \
+			-e 's|^TaskPlugin=.*|TaskPlugin=task/none|' \
+			-e 's|^JobAcctGatherType=.*|JobAcctGatherType=jobacct_gather/none|' "$CONF"
+		echo "# cgroups unavailable on this host ($why): linuxproc tracking, no confinement" >>"$CONF"
+		note "site profile: $why; falling back to proctrack/linuxproc, task/none"
+	fi
 	# Configless nodes read plugstack.conf from their conf cache: an absolute
 	# PlugStackConfig would send them to the controller's copy.
 	sed -i '/^PlugStackConfig=/d' "$CONF"

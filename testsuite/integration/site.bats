@@ -31,7 +31,7 @@ conf_cache() {
 }
 # node_conf NODE KEY: the onramp setting as NODE's own tools read it.
 node_conf() {
-	SLURM_CONF=$(conf_cache "$1")/slurm.conf "$ONRAMP_REPO/contrib/tools/onramp-config" "$2"
+	SLURM_CONF=$(conf_cache "$1")/slurm.conf "$ONRAMP_REPO/contrib/tools/onramp-config" --seconds "$2"
 }
 # job_account JOB / job_user JOB: from slurmdbd (sacct), not slurmctld.
 job_acct_field() {
@@ -60,12 +60,20 @@ admission_job_of() {
 }
 
 @test "a user job under the admission account is refused for lack of association; onramp's admission job under it runs" {
-	# The user has an association in "users", none in "onramp".
-	run as_user sbatch -A onramp -o /dev/null --wrap true
+	# The user has an association in "users" only: Slurm refuses a job under
+	# an account without one (job_submit/onramp lets it through: not onramp's).
+	sacctmgr -i add account other cluster=onramp-test description=other organization=test >/dev/null 2>&1 || true
+	run as_user sbatch -A other -o /dev/null --wrap true
+	echo "$output"
 	[ "$status" -ne 0 ]
 	[[ $output == *"Invalid account"* ]]
 	run as_user sbatch -o /dev/null --wrap true
 	[ "$status" -eq 0 ]
+	# The admission account itself: refused by job_submit/onramp first, and
+	# the user has no association with it either.
+	run as_user sbatch -A onramp -o /dev/null --wrap true
+	[ "$status" -ne 0 ]
+	[ -z "$(sacctmgr -nP show assoc where account=onramp user="$ONRAMP_CLUSTER_USER" format=user)" ]
 	# The admission job, under the documented association, admits a node.
 	local node=node3 job
 	run "$ONRAMPCTL" admit --timeout 120 "$node"
@@ -111,7 +119,7 @@ admission_job_of() {
 	run strigger --get
 	echo "$output"
 	[ "$(grep -c "onramp-trigger" <<<"$output")" -eq 2 ]
-	[ "$(awk '/onramp-trigger/ {print $5}' <<<"$output" | sort -u)" = "$SU" ]
+	[ "$(awk '/onramp-trigger/ {print $6}' <<<"$output" | sort -u)" = "$SU" ]
 	local node=node6 boot_before
 	boot_before=$(node_boot_id "$node")
 	reboot_nodes "$node"
@@ -161,7 +169,9 @@ admission_job_of() {
 	wait_for 30 "$node's conf cache without onramp's settings" \
 		eval "! grep -q '^#onramp.conf|' $(conf_cache $node)/plugstack.conf"
 	job=$(as_user sbatch --parsable -w "$node" -o /dev/null --wrap true)
-	wait_for 60 "$node drained by the prolog" eval "[[ \$(node_reason $node) == onramp:PROLOG_NO_CONFIG:* ]]"
+	# The prolog drains it (the epilog of the refused job may restate it).
+	wait_for 60 "$node drained by the prolog" eval "[[ \$(node_reason $node) =~ ^onramp:(PRO|EPI)LOG_NO_CONFIG: ]]"
+	grep -q "onramp-prolog.*PROLOG_NO_CONFIG" "$ONRAMP_CLUSTER_DIR/log/slurmd-$node.log"
 	# The job never ran there: requeued, not completed.
 	[[ $(job_state "$job") != COMPLETED ]]
 	scancel "$job"
