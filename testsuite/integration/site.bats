@@ -186,33 +186,39 @@ admission_job_of() {
 	wait_for 60 "$node admitted and idle" admitted_idle "$node"
 }
 
-@test "a checkpoint signal reaches every process of a cgroup-tracked job, also one that left the process tree" {
+@test "cgroup tracking: the checkpoint signal reaches the job's process group, and a process that left it dies with the job" {
 	grep -q '^ProctrackType=proctrack/cgroup' "$SLURM_CONF" || skip "cgroups unavailable on this host (see the README)"
-	local dir=$ONRAMP_JOBS_DIR/sig.$$ job
+	local dir=$ONRAMP_JOBS_DIR/sig.$$ job pid
 	mkdir -m 0777 "$dir"
-	# The batch shell, a child, and a daemon (setsid, double fork: its parent
-	# is init, out of the job's process tree) each record the signal.
+	# The batch shell, a child, a grandchild, and a daemon (setsid, double
+	# fork: its parent is init, out of the job's process tree and group).
 	cat >"$dir/rec.sh" <<'EOF'
 #!/bin/bash
 trap 'echo got >"$2/$1"; exit 0' USR2
-echo ready >"$2/$1.ready"
+echo $$ >"$2/$1.ready"
 while :; do sleep 0.2; done
 EOF
 	cat >"$dir/job.sh" <<EOF
 #!/bin/bash
 trap 'echo got >$dir/shell' USR2
 $dir/rec.sh child $dir &
+( $dir/rec.sh grandchild $dir & wait ) &
 setsid bash -c '$dir/rec.sh daemon $dir & exit 0' &
-echo ready >$dir/shell.ready
+echo \$\$ >$dir/shell.ready
 while :; do sleep 0.2; done
 EOF
 	chmod 0755 "$dir/rec.sh"
-	chmod 0755 "$dir/job.sh"
 	job=$(as_user sbatch --parsable -N1 -w node1 -o "$dir/out" "$dir/job.sh")
-	wait_for 30 "the job's three processes" eval "[[ -e $dir/shell.ready && -e $dir/child.ready && -e $dir/daemon.ready ]]"
+	wait_for 30 "the job's processes" eval "[[ -e $dir/shell.ready && -e $dir/child.ready && -e $dir/grandchild.ready && -e $dir/daemon.ready ]]"
+	pid=$(cat "$dir/daemon.ready")
+	grep -q "job_$job/step_batch" "/proc/$pid/cgroup"
 	# onramp's checkpoint signal (MigrateSignalTarget=full), as onrampctl
-	# migrate sends it.
+	# migrate sends it. Slurm 22.05 delivers it to the batch step's process
+	# group (killpg), with any ProctrackType: not to the daemon (README).
 	scancel --signal=USR2 --full "$job"
-	wait_for 20 "every process to get the signal" eval "[[ -e $dir/shell && -e $dir/child && -e $dir/daemon ]]"
+	wait_for 20 "the process group to get the signal" eval "[[ -e $dir/shell && -e $dir/child && -e $dir/grandchild ]]"
+	# The cgroup holds the daemon: the job's end (a migration's requeue)
+	# kills it, which linuxproc tracking cannot do for a reparented process.
 	scancel "$job" 2>/dev/null || true
+	wait_for 30 "the daemon to die with the job" eval "! kill -0 $pid 2>/dev/null"
 }
