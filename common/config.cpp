@@ -314,8 +314,8 @@ std::string embedded_conf(const std::string &plugstack)
 	size_t pos = 0;
 	while (pos < plugstack.size()) {
 		size_t nl = plugstack.find('\n', pos);
-		std::string line = plugstack.substr(pos, nl == std::string::npos ? std::string::npos
-		                                                                  : nl - pos);
+		std::string line =
+		    plugstack.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
 		pos = nl == std::string::npos ? plugstack.size() : nl + 1;
 		if (line.compare(0, prefix.size(), prefix) == 0) {
 			out += line.substr(prefix.size());

@@ -85,6 +85,7 @@ onramp_state_dir() {
 # stay open in the caller).
 onramp_lock_open() {
 	[ -e "$1" ] || : 2>/dev/null >>"$1" || [ -e "$1" ] || return 1
+	# shellcheck disable=SC2034 # read by the caller
 	exec {ONRAMP_LOCK_FD}<"$1"
 }
 

@@ -179,7 +179,8 @@ admission_job_of() {
 	run env SLURM_CONF="$(conf_cache $node)/slurm.conf" "$ONRAMP_REPO/contrib/libexec/onramp-reboot"
 	[ "$status" -ne 0 ]
 	[[ $output == *"settings cannot be found"* ]]
-	! scontrol -o show reservation "_$node" >/dev/null 2>&1
+	run scontrol -o show reservation "_$node"
+	[ "$status" -ne 0 ]
 	"$ONRAMPCTL" ship-conf
 	wait_for 30 "$node's settings back" eval "grep -q '^#onramp.conf|' $(conf_cache $node)/plugstack.conf"
 	scontrol update nodename="$node" state=resume

@@ -109,7 +109,8 @@ static void configless_node_reads_the_block_embedded_in_plugstack_conf(void **)
 static void embedded_block_errors_name_plugstack_conf_and_its_line(void **)
 {
 	std::string dir = unit_tmpdir();
-	write_text(dir + "/plugstack.conf", "\n#onramp.conf|GpuBackend=sim\n#onramp.conf|Bogus=1\n");
+	write_text(dir + "/plugstack.conf",
+	           "\n#onramp.conf|GpuBackend=sim\n#onramp.conf|Bogus=1\n");
 	auto c = Config::load(dir + "/onramp.conf");
 	assert_false(c.ok());
 	assert_string_equal(c.status().message().c_str(),
