@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include "atomic_file.hpp"
 #include "log.hpp"
@@ -307,12 +308,71 @@ Status tokenize_conf_line(const std::string &line, std::vector<std::string> &out
 	return Status::Ok();
 }
 
+namespace {
+
+bool path_missing(const std::string &path)
+{
+	struct stat st;
+	return stat(path.c_str(), &st) != 0 && errno == ENOENT;
+}
+
+std::string plugstack_beside(const std::string &path)
+{
+	auto pos = path.rfind('/');
+	return (pos == std::string::npos ? std::string(".") : path.substr(0, pos)) +
+	       "/plugstack.conf";
+}
+
+// The embedded onramp.conf lines of a plugstack.conf text, every other line
+// blanked so that line numbers stay those of plugstack.conf; empty when none.
+std::string embedded_conf(const std::string &plugstack)
+{
+	static const std::string prefix = kConfEmbedPrefix;
+	std::string out;
+	bool any = false;
+	size_t pos = 0;
+	while (pos < plugstack.size()) {
+		size_t nl = plugstack.find('\n', pos);
+		std::string line =
+		    plugstack.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
+		pos = nl == std::string::npos ? plugstack.size() : nl + 1;
+		if (line.compare(0, prefix.size(), prefix) == 0) {
+			out += line.substr(prefix.size());
+			any = true;
+		}
+		out += '\n';
+	}
+	return any ? out : std::string();
+}
+
+} // namespace
+
 Result<Config> Config::load(const std::string &path)
 {
+	if (path_missing(path)) {
+		// A configless node: onramp.conf is not among the files slurmctld
+		// ships, plugstack.conf is; onramp's settings travel inside it.
+		std::string ps = plugstack_beside(path);
+		auto text = read_file(ps, 1u << 20);
+		std::string conf = text.ok() ? embedded_conf(text.value()) : std::string();
+		if (conf.empty())
+			return Status::Error(path + ": no such file, and " + ps + " carries no " +
+			                     kConfEmbedPrefix +
+			                     " lines: onramp's settings cannot be found");
+		return parse(conf, ps);
+	}
 	auto text = read_file(path, 1u << 20);
 	if (!text.ok())
 		return text.status();
 	return parse(text.value(), path);
+}
+
+bool Config::findable(const std::string &path)
+{
+	if (!path_missing(path))
+		return true;
+	auto text = read_file(plugstack_beside(path), 1u << 20);
+	return text.ok() && !embedded_conf(text.value()).empty();
 }
 
 Result<Config> Config::parse(const std::string &text, const std::string &origin)

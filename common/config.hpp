@@ -36,6 +36,13 @@ const KeySpec *config_key(const std::string &name); // case-insensitive
 // directory of slurm.conf the same way).
 std::string default_conf_path();
 
+// Configless nodes (slurmd --conf-server) get the files slurmctld ships
+// (slurm.conf, plugstack.conf, topology.conf, ...) in their conf cache, never
+// onramp.conf. onramp's settings travel inside plugstack.conf as lines
+// "#onramp.conf|Key=Value" (comments to spank): when onramp.conf does not
+// exist, Config::load reads those lines of plugstack.conf beside it.
+constexpr const char *kConfEmbedPrefix = "#onramp.conf|";
+
 // Expand %n in a per-node path template.
 std::string expand_node(const std::string &tmpl, const std::string &node);
 
@@ -50,7 +57,12 @@ Result<int64_t> parse_duration(const std::string &text);
 class Config {
 public:
 	// Load and validate a file (file I/O).
+	// When path does not exist, the lines embedded in plugstack.conf beside
+	// it (kConfEmbedPrefix); errors then name plugstack.conf and its line.
 	static Result<Config> load(const std::string &path);
+	// Whether load(path) finds settings at all (the file, or an embedded
+	// block): false means onramp runs on a node that was never given them.
+	static bool findable(const std::string &path);
 	// Parse text; origin names the source in error messages.
 	static Result<Config> parse(const std::string &text, const std::string &origin);
 

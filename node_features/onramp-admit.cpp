@@ -120,8 +120,10 @@ int finish(const Options &o, const Config &cfg, Verdict v, bool pair_only)
 		else if (rc == kExitFail) // a failed pair test downgrades the record
 			st = revoke_record(cfg, v.node, v.code(), v.detail(), kRecordFail);
 		if (!st.ok()) {
-			fprintf(stderr, "%s: %s: cannot write the admission record: %s\n", kProg,
-			        v.node.c_str(), st.message().c_str());
+			// onramp's own I/O error: the reason says so, not the checks'.
+			std::string why = "cannot write the admission record: " + st.message();
+			fprintf(stderr, "%s: %s: %s\n", kProg, v.node.c_str(), why.c_str());
+			write_reason(o, code::kBadInput, why);
 			return kExitUnjudged;
 		}
 		Status hs = fleet::remember_verdict(cfg, v);

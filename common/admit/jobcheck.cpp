@@ -148,6 +148,19 @@ int jobcheck_main(JobCheckMode mode, int argc, char **argv)
 		log_error("SLURMD_NODENAME is not set; nothing checked");
 		return 0;
 	}
+	if (!Config::findable(conf_path)) {
+		// A node that was never given onramp's settings (e.g. a configless
+		// node whose plugstack.conf lacks them) cannot tell an admitted node
+		// from another: fail closed, never let the job run unchecked.
+		std::string reason = std::string("onramp:") +
+		                     (prolog ? "PROLOG_NO_CONFIG" : "EPILOG_NO_CONFIG") + ": " +
+		                     conf_path + " not found (nor its plugstack.conf block)";
+		log_error("node %s job %s: %s", node.c_str(), job.c_str(), reason.c_str());
+		Status st = drain_node(node, reason.substr(0, 200));
+		if (!st.ok())
+			log_error("%s", st.message().c_str());
+		return 1;
+	}
 	auto cfg = Config::load(conf_path);
 	if (!cfg.ok()) {
 		// Our own bad input never drains a node.

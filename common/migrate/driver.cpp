@@ -62,7 +62,9 @@ class FileLock {
 public:
 	FileLock(const std::string &path, bool wait)
 	{
-		fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		// Read-only and 0644: flock needs no write access, so root's and
+		// SlurmUser's runs (a trigger runs as SlurmUser) share one lock file.
+		fd_ = open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
 		if (fd_ < 0)
 			return;
 		int rc;
@@ -89,7 +91,7 @@ private:
 std::string lock_path(const Config &cfg, const std::string &name)
 {
 	std::string dir = cfg.str("StateDir") + "/locks";
-	(void)make_dirs(dir, 0700);
+	(void)make_dirs(dir, 0755);
 	return dir + "/" + name;
 }
 

@@ -46,8 +46,56 @@ onramp_conf() {
 	fi
 }
 
-# The admission reservation of one node.
-onramp_resv() { echo "$(onramp_conf AdmissionReservation)_$1"; }
+# The admission reservation of one node; fails (no "_NODE" name) when
+# onramp.conf cannot be read.
+onramp_resv() {
+	local base
+	base=$(onramp_conf AdmissionReservation) && [ -n "$base" ] || return 1
+	echo "${base}_$1"
+}
+
+# SlurmUser of the cluster (slurmctld runs as it; triggers must be set by it).
+onramp_slurm_user() {
+	[ -n "${ONRAMP_SLURM_USER:-}" ] ||
+		ONRAMP_SLURM_USER=$(scontrol show config 2>/dev/null | sed -n 's/^SlurmUser *= *\([^(]*\).*/\1/p')
+	echo "${ONRAMP_SLURM_USER:-root}"
+}
+
+# onramp_as_slurm_user CMD...: run CMD as SlurmUser (root switches to it;
+# anyone else runs it as is and Slurm judges).
+onramp_as_slurm_user() {
+	local su
+	su=$(onramp_slurm_user)
+	if [ "$(id -u)" -eq 0 ] && [ "$su" != root ]; then
+		runuser -u "$su" -- "$@"
+	else
+		"$@"
+	fi
+}
+
+# onramp_state_dir DIR...: create onramp's shared state directories so that
+# root and SlurmUser (the triggers, admission jobs) can both write them: run
+# as root, they belong to SlurmUser.
+onramp_state_dir() {
+	local su d
+	mkdir -p "$@" || return 1
+	[ "$(id -u)" -eq 0 ] || return 0
+	su=$(onramp_slurm_user)
+	[ "$su" != root ] || return 0
+	for d in "$@"; do
+		chown "$su:" "$d" || return 1
+	done
+}
+
+# onramp_lock_open FILE: open FILE for flock on a read-only descriptor
+# (created if missing), so a lock file left by root serves SlurmUser and vice
+# versa; the descriptor is left in ONRAMP_LOCK_FD (not a subshell: it must
+# stay open in the caller).
+onramp_lock_open() {
+	[ -e "$1" ] || : 2>/dev/null >>"$1" || [ -e "$1" ] || return 1
+	# shellcheck disable=SC2034 # read by the caller
+	exec {ONRAMP_LOCK_FD}<"$1"
+}
 
 # One field of "scontrol -o show node NODE" (e.g. State, Reason, ActiveFeatures).
 onramp_node_field() {
@@ -93,13 +141,21 @@ onramp_resume() {
 
 # Put NODE in its admission reservation (MAINT, admins only). Idempotent.
 onramp_reserve() {
-	local node=$1 resv out
-	resv=$(onramp_resv "$node")
+	local node=$1 resv out users su
+	resv=$(onramp_resv "$node") || {
+		onramp_log "node $node: onramp.conf unreadable; no admission reservation"
+		return 1
+	}
 	if scontrol -o show reservation "$resv" >/dev/null 2>&1; then
 		return 0
 	fi
+	# Admission jobs are submitted by root (onrampctl admit) or SlurmUser
+	# (the triggers): both may use the reservation, no one else.
+	users=root
+	su=$(onramp_slurm_user)
+	[ "$su" = root ] || users=root,$su
 	out=$(scontrol create reservation reservationname="$resv" nodes="$node" starttime=now \
-		duration=infinite users=root flags=maint,ignore_jobs 2>&1) || {
+		duration=infinite users="$users" flags=maint,ignore_jobs 2>&1) || {
 		scontrol -o show reservation "$resv" >/dev/null 2>&1 && return 0
 		onramp_log "node $node: cannot create reservation $resv: $out"
 		return 1
@@ -109,7 +165,7 @@ onramp_reserve() {
 # Release NODE's admission reservation.
 onramp_unreserve() {
 	local resv
-	resv=$(onramp_resv "$1")
+	resv=$(onramp_resv "$1") || return 1
 	scontrol -o show reservation "$resv" >/dev/null 2>&1 || return 0
 	scontrol delete reservationname="$resv"
 }

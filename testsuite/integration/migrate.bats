@@ -223,6 +223,9 @@ load migrate_helpers # and the setup/teardown hooks
 	job=$(trainer_job crash --steps 1000000)
 	JOBS+=("$job")
 	submit_wait "$job" RUNNING 60
+	# RUNNING is slurmctld's word; the trainer handles the signal once it
+	# trains (a signal before that killed it on the site profile).
+	wait_for 60 "training steps" loss_lines crash 10
 	run env ONRAMP_MIGRATE_CRASH_AFTER=SIGNALLED "$CTL" migrate --jobs "$job" --to rack2
 	[ "$status" -eq 99 ]
 	"$CTL" migrate --status "$job" | grep -q " SIGNALLED "

@@ -81,6 +81,67 @@ static void load_missing_file_names_it(void **)
 	assert_contains(c.status().message(), "/nonexistent/onramp.conf");
 }
 
+static void write_text(const std::string &path, const std::string &text)
+{
+	FILE *f = fopen(path.c_str(), "w");
+	assert_non_null(f);
+	fputs(text.c_str(), f);
+	fclose(f);
+}
+
+static void configless_node_reads_the_block_embedded_in_plugstack_conf(void **)
+{
+	std::string dir = unit_tmpdir();
+	write_text(dir + "/plugstack.conf", "optional /usr/lib/slurm/spank_onramp.so\n"
+	                                    "#onramp.conf|GpuBackend=sim\n"
+	                                    "# a spank comment, not onramp's\n"
+	                                    "#onramp.conf|XidWindow=3h\n");
+	assert_true(Config::findable(dir + "/onramp.conf"));
+	auto c = Config::load(dir + "/onramp.conf");
+	assert_true(c.ok());
+	assert_string_equal(c->str("GpuBackend").c_str(), "sim");
+	assert_int_equal(c->seconds("XidWindow"), 3 * 3600);
+	// Line numbers are plugstack.conf's, so errors point at the right line.
+	assert_int_equal(c->line_of("XidWindow"), 4);
+	assert_string_equal(c->origin().c_str(), (dir + "/plugstack.conf").c_str());
+}
+
+static void embedded_block_errors_name_plugstack_conf_and_its_line(void **)
+{
+	std::string dir = unit_tmpdir();
+	write_text(dir + "/plugstack.conf",
+	           "\n#onramp.conf|GpuBackend=sim\n#onramp.conf|Bogus=1\n");
+	auto c = Config::load(dir + "/onramp.conf");
+	assert_false(c.ok());
+	assert_string_equal(c.status().message().c_str(),
+	                    (dir + "/plugstack.conf:3: unknown key 'Bogus'").c_str());
+}
+
+static void onramp_conf_wins_over_the_embedded_block(void **)
+{
+	std::string dir = unit_tmpdir();
+	write_text(dir + "/plugstack.conf", "#onramp.conf|GpuBackend=sim\n");
+	write_text(dir + "/onramp.conf", "GpuBackend=real\n");
+	auto c = Config::load(dir + "/onramp.conf");
+	assert_true(c.ok());
+	assert_string_equal(c->str("GpuBackend").c_str(), "real");
+}
+
+static void no_file_and_no_block_is_not_findable(void **)
+{
+	std::string dir = unit_tmpdir();
+	assert_false(Config::findable(dir + "/onramp.conf"));
+	write_text(dir + "/plugstack.conf", "optional /usr/lib/slurm/spank_onramp.so\n");
+	assert_false(Config::findable(dir + "/onramp.conf"));
+	auto c = Config::load(dir + "/onramp.conf");
+	assert_false(c.ok());
+	assert_contains(c.status().message(), "settings cannot be found");
+	// An existing but unreadable or bad onramp.conf is "findable": its own
+	// error, reported as before.
+	write_text(dir + "/onramp.conf", "Bogus=1\n");
+	assert_true(Config::findable(dir + "/onramp.conf"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -90,6 +151,10 @@ int main(void)
 	    cmocka_unit_test(malformed_values_are_refused),
 	    cmocka_unit_test(durations),
 	    cmocka_unit_test(load_missing_file_names_it),
+	    cmocka_unit_test(configless_node_reads_the_block_embedded_in_plugstack_conf),
+	    cmocka_unit_test(embedded_block_errors_name_plugstack_conf_and_its_line),
+	    cmocka_unit_test(onramp_conf_wins_over_the_embedded_block),
+	    cmocka_unit_test(no_file_and_no_block_is_not_findable),
 	};
 	return cmocka_run_group_tests_name("config", tests, NULL, NULL);
 }
