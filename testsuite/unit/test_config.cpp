@@ -2,6 +2,7 @@
 #include "unit.hpp"
 
 #include "config.hpp"
+#include "log.hpp"
 
 using onramp::Config;
 
@@ -81,6 +82,26 @@ static void load_missing_file_names_it(void **)
 	assert_contains(c.status().message(), "/nonexistent/onramp.conf");
 }
 
+static std::string g_logged;
+static void capture(int, const char *msg)
+{
+	g_logged = msg;
+}
+
+static void a_hostile_file_never_breaks_a_log_line(void **)
+{
+	// A binary onramp.conf: the error quotes its bytes, the log line stays
+	// one line of printable text (valid UTF-8 kept).
+	auto c =
+	    Config::parse(std::string("\x01\xff\nGpu\xc3\xa9=x\x1b[2J\n", 14), "/etc/onramp.conf");
+	assert_false(c.ok());
+	onramp_log_set_sink(capture);
+	onramp::log_error("%s", c.status().message().c_str());
+	onramp::log_error("%s", "a\nb\x01\xff\xc3\xa9\xe2\x82");
+	onramp_log_set_sink(nullptr);
+	assert_string_equal(g_logged.c_str(), "a\\x0ab\\x01\\xff\xc3\xa9\\xe2\\x82");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -90,6 +111,7 @@ int main(void)
 	    cmocka_unit_test(malformed_values_are_refused),
 	    cmocka_unit_test(durations),
 	    cmocka_unit_test(load_missing_file_names_it),
+	    cmocka_unit_test(a_hostile_file_never_breaks_a_log_line),
 	};
 	return cmocka_run_group_tests_name("config", tests, NULL, NULL);
 }
