@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <cerrno>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "atomic_file.hpp"
@@ -415,20 +417,26 @@ Result<RewireModel> rewire_model_load(const Config &cfg, const std::string &topo
 	if (cfg.is_set("FabricFile")) {
 		auto f = fabric_load(cfg.str("FabricFile"), m.topo);
 		if (!f.ok())
-			return fail(f.status());
+			return fail(
+			    Status::Error(cfg.where("FabricFile") + ": " + f.status().message()));
 		m.fabric = std::make_shared<const Fabric>(std::move(f.value()));
 	}
 	if (cfg.is_set("RewirePlan")) {
 		const std::string path = cfg.str("RewirePlan");
 		auto text = read_file(path, 16u << 20);
-		// A plan that does not exist yet is an empty plan.
+		// A plan that does not exist yet is an empty plan; one that
+		// cannot be read (a symlink loop, a directory, a FIFO) is an error.
+		struct stat sb;
 		if (text.ok()) {
 			auto p = plan_parse(text.value(), path, m.topo, m.fabric.get());
 			if (!p.ok())
 				return fail(p.status());
 			m.plan = std::make_shared<const Plan>(std::move(p.value()));
-		} else if (access(path.c_str(), F_OK) == 0) {
-			return fail(text.status());
+		} else if (lstat(path.c_str(), &sb) == 0 || errno != ENOENT) {
+			return fail(Status::Error(cfg.where("RewirePlan") + ": " +
+			                          text.status().message()));
+		} else {
+			m.plan_missing = true;
 		}
 	}
 	if (m.plan)
