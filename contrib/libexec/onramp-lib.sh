@@ -38,6 +38,18 @@ onramp_conf() {
 	fi
 }
 
+# The sbatch options of admission and pair-test jobs, one per line:
+# --exclusive (AdmissionExclusive) and --gres=... (AdmissionGres), so the
+# checks see the node's GPUs (ConstrainDevices=yes) and share them with no
+# user's job.
+onramp_admission_job_args() {
+	local excl gres
+	excl=$(onramp_conf AdmissionExclusive) || return 1
+	gres=$(onramp_conf AdmissionGres) || return 1
+	case ${excl,,} in yes | true | 1) echo --exclusive ;; esac
+	[ -z "$gres" ] || echo "--gres=$gres"
+}
+
 # The admission reservation of one node.
 onramp_resv() { echo "$(onramp_conf AdmissionReservation)_$1"; }
 
