@@ -135,7 +135,7 @@ big_plan() {
 	# starts 0.5-1 s later and holds the config lock a while (a long plan
 	# history), so the watcher wakes inside it while fini() is due: fini()
 	# must never wait for a thread that waits for that lock.
-	big_plan 5000
+	big_plan 15000
 	grep -q '^RewirePlan=' "$ETC/onramp.conf" || echo "RewirePlan=$PLAN" >>"$ETC/onramp.conf"
 	reconfigure
 	(

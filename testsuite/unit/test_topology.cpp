@@ -14,6 +14,7 @@
 #include "onramp.h"
 
 #include "config.hpp"
+#include "log.hpp"
 #include "rewire/topology.hpp"
 #include "rewire/window.hpp"
 #include "submit.hpp"
@@ -240,6 +241,35 @@ static void plan_validation(void **)
 }
 
 // A generated 25,000-node / 800-leaf / 32-spine fabric.
+static void a_long_plan_history_validates_in_linear_time(void **)
+{
+	// 50,000 finished windows and one planned: validated under slurmctld's
+	// config lock at every reconfigure, so never quadratic (which took
+	// seconds at 20,000 and left the controller unresponsive).
+	TopologyConf topo = topo4();
+	std::string ws;
+	for (int i = 0; i < 50000; i++)
+		ws += strprintf("{\"id\": \"old%d\", \"start\": \"2020-01-01T00:00:00Z\", "
+		                "\"end\": \"2020-01-02T00:00:00Z\", \"leaves\": [\"leaf%d\"], "
+		                "\"state\": \"done\"},",
+		                i, i % 4 + 1);
+	ws += R"({"id": "next", "start": "2026-12-01T10:00:00Z", "end": "2026-12-01T12:00:00Z",
+ "leaves": ["leaf1"]})";
+	auto t0 = std::chrono::steady_clock::now();
+	auto p = plan_parse(plan_json(ws), "plan.json", topo, nullptr);
+	double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+	assert_true(p.ok());
+	assert_int_equal(p->windows.size(), 50001);
+	print_message("50,001 windows validated in %.3f s\n", secs);
+	assert_true(secs < 5);
+	// A repeated id at the end is still found.
+	auto r = plan_parse(plan_json(ws + R"(, {"id": "old7", "start": "2020-01-01T00:00:00Z",
+ "end": "2020-01-02T00:00:00Z", "leaves": ["leaf1"], "state": "done"})"),
+	                    "plan.json", topo, nullptr);
+	assert_false(r.ok());
+	assert_contains(r.status().message(), "window 'old7': id repeated");
+}
+
 static void large_topology(void **)
 {
 	std::string text;
@@ -523,6 +553,7 @@ int main(void)
 	    cmocka_unit_test(cut_rule),
 	    cmocka_unit_test(fabric_errors_name_file_and_field),
 	    cmocka_unit_test(plan_validation),
+	    cmocka_unit_test(a_long_plan_history_validates_in_linear_time),
 	    cmocka_unit_test(large_topology),
 	    cmocka_unit_test(switches_defaults),
 	    cmocka_unit_test(an_unusable_plan_never_drops_the_window_in_force),
