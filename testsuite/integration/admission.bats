@@ -111,14 +111,16 @@ setup() {
 	# Fenced as it registers: drained with onramp's reason (the drained
 	# trigger then admits it inside its reservation).
 	wait_for 60 "$node fenced" eval "[[ \$(node_reason $node) == onramp:REBOOT_NOT_ADMITTED:* ]] || resv_exists $node"
-	! node_admitted "$node"
+	run node_admitted "$node"
+	[ "$status" -ne 0 ]
 	job=$(as_user sbatch --parsable -w "$node" -o /dev/null --wrap 'echo ran on $SLURMD_NODENAME')
 	wait_for 120 "$node admitted again" admitted_idle "$node"
 	submit_wait "$job" COMPLETED 180
 	# No user job ever started there before the new admission: never
 	# requeued, never caught by the prolog backstop.
 	[ "$(job_field "$job" Restarts)" -eq 0 ]
-	! grep -q "PROLOG_NOT_ADMITTED.*$node\|$node.*PROLOG_NOT_ADMITTED" "$ONRAMP_CTLD_LOG"
+	run grep -q "PROLOG_NOT_ADMITTED.*$node\|$node.*PROLOG_NOT_ADMITTED" "$ONRAMP_CTLD_LOG"
+	[ "$status" -ne 0 ]
 	admitted=$(date -d "$(record_field "$node" time)" +%s)
 	started=$(date -d "$(job_field "$job" StartTime)" +%s)
 	((started >= admitted))
