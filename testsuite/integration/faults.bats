@@ -6,6 +6,7 @@
 # no onramp drain or reservation left and no window active.
 
 load helpers
+load admission_helpers
 
 setup() {
 	require_cluster
@@ -26,4 +27,23 @@ teardown() {
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[[ $output == *"violations 0 ctld_deaths 0"* ]]
+}
+
+@test "onrampctl admit killed after submitting its job: the next run cancels the orphan and releases the node" {
+	local node=node6 pid orphan
+	wait_for 60 "$node idle and admitted" admitted_idle "$node"
+	setsid "$ONRAMPCTL" admit "$node" >"$BATS_TEST_TMPDIR/first.out" 2>&1 &
+	pid=$!
+	wait_for 60 "$node's admission job" eval "[[ -n \$(squeue -h -n onramp-admit:$node -o %i) ]]"
+	orphan=$(squeue -h -n "onramp-admit:$node" -o %i)
+	# The orphan has not started yet (as behind busy peers) when its
+	# onrampctl dies.
+	scontrol hold "$orphan"
+	kill -9 -- -"$pid"
+	[ "$(job_state "$orphan")" = PENDING ]
+	run timeout 300 "$ONRAMPCTL" admit "$node"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == *"cancelling admission job(s) $orphan left by an earlier run"* ]]
+	wait_for 30 "$node admitted and out of its reservation" admitted_idle "$node"
 }
