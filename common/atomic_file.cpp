@@ -82,9 +82,26 @@ Status write_file_atomic(const std::string &path, const std::string &data, mode_
 
 Result<std::string> read_file(const std::string &path, size_t max_bytes)
 {
-	int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+	// O_NONBLOCK: a FIFO (or a device) in place of the file must not
+	// block the caller, which may be a daemon under its locks.
+	int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return errno_status("open", path);
+	struct stat sb;
+	if (fstat(fd, &sb) != 0) {
+		Status st = errno_status("stat", path);
+		close(fd);
+		return st;
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		close(fd);
+		return Status::Error(strprintf("%s: not a regular file", path.c_str()));
+	}
+	if (sb.st_size > 0 && static_cast<uint64_t>(sb.st_size) > max_bytes) {
+		close(fd);
+		return Status::Error(
+		    strprintf("%s: larger than %zu bytes", path.c_str(), max_bytes));
+	}
 	std::string out;
 	char buf[65536];
 	for (;;) {

@@ -13,7 +13,9 @@ namespace onramp {
 
 Status write_file_atomic(const std::string &path, const std::string &data, mode_t mode = 0644);
 
-// Read a whole file; refuses files larger than max_bytes.
+// Read a whole regular file; refuses anything else (a FIFO, a directory, a
+// device: opened non-blocking, checked on the descriptor) and files larger
+// than max_bytes.
 Result<std::string> read_file(const std::string &path, size_t max_bytes = 64u << 20);
 
 // mkdir -p with mode for created directories.

@@ -1,7 +1,9 @@
 // The C API the plugin shims call (onramp.h). No exception leaves here.
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <sstream>
 
 #include <sys/stat.h>
 
@@ -26,17 +28,44 @@ void copy_out(const std::string &s, char *buf, size_t len)
 	buf[n] = '\0';
 }
 
-// onramp.conf and every flow's state, or the first error.
-Result<std::shared_ptr<const PolicyState>> load_state(const std::string &path)
+bool path_missing(const std::string &path)
+{
+	struct stat sb;
+	return lstat(path.c_str(), &sb) != 0 && errno == ENOENT;
+}
+
+// onramp.conf and, for ONRAMP_SCOPE_POLICY, every flow's state, or the
+// first error. previous is the state in force (null at the first load).
+// At the first load a rewire plan (or fabric) that cannot be used is
+// logged and no window is in force, so that slurmctld starts; at a reload
+// it rejects the whole reload, and so does a plan file that vanished while
+// a window of the state in force is active.
+Result<std::shared_ptr<const PolicyState>> load_state(const std::string &path, int scope,
+                                                      const PolicyState *previous,
+                                                      const std::string &component,
+                                                      std::string *warning)
 {
 	auto cfg = Config::load(path);
 	if (!cfg.ok())
 		return cfg.status();
 	auto st = std::make_shared<PolicyState>();
 	st->cfg = std::make_shared<const Config>(std::move(cfg.value()));
+	if (scope == ONRAMP_SCOPE_CONFIG)
+		return std::shared_ptr<const PolicyState>(st);
 	Status s = rewire_load(*st->cfg, &st->rewire);
-	if (s.ok())
-		s = migrate_load(*st->cfg, &st->migrate);
+	if (s.ok() && previous && previous->rewire && !st->rewire &&
+	    st->cfg->is_set("RewirePlan") && path_missing(st->cfg->str("RewirePlan")))
+		s = Status::Error(st->cfg->str("RewirePlan") +
+		                  ": missing while a rewire window is in force");
+	if (!s.ok()) {
+		if (previous)
+			return s;
+		*warning = s.message();
+		log_error("%s: %s; no rewire window in force until a good plan is loaded",
+		          component.c_str(), s.message().c_str());
+		st->rewire.reset();
+	}
+	s = migrate_load(*st->cfg, &st->migrate);
 	if (!s.ok())
 		return s;
 	return std::shared_ptr<const PolicyState>(st);
@@ -44,23 +73,26 @@ Result<std::shared_ptr<const PolicyState>> load_state(const std::string &path)
 
 } // namespace onramp
 
-extern "C" onramp_ctx_t *onramp_ctx_create(const char *path, const char *component, char *err,
-                                           size_t errlen)
+extern "C" onramp_ctx_t *onramp_ctx_create_scoped(const char *path, const char *component,
+                                                  int scope, char *err, size_t errlen)
 {
 	try {
 		if (!path) {
 			copy_out("no configuration path", err, errlen);
 			return nullptr;
 		}
-		auto st = onramp::load_state(path);
+		std::string comp = component ? component : "onramp", warning;
+		auto st = onramp::load_state(path, scope, nullptr, comp, &warning);
 		if (!st.ok()) {
 			copy_out(st.status().message(), err, errlen);
 			return nullptr;
 		}
 		auto *ctx = new onramp_ctx;
 		ctx->path = path;
-		ctx->component = component ? component : "onramp";
+		ctx->component = comp;
+		ctx->scope = scope;
 		ctx->state = st.value();
+		ctx->last_error = warning;
 		ctx->generation = 1;
 		onramp::log_info("%s: loaded %s", ctx->component.c_str(), path);
 		return ctx;
@@ -72,12 +104,20 @@ extern "C" onramp_ctx_t *onramp_ctx_create(const char *path, const char *compone
 	return nullptr;
 }
 
+extern "C" onramp_ctx_t *onramp_ctx_create(const char *path, const char *component, char *err,
+                                           size_t errlen)
+{
+	return onramp_ctx_create_scoped(path, component, ONRAMP_SCOPE_POLICY, err, errlen);
+}
+
 extern "C" int onramp_ctx_reload(onramp_ctx_t *ctx)
 {
 	if (!ctx)
 		return -1;
 	try {
-		auto st = onramp::load_state(ctx->path);
+		std::string warning;
+		auto st = onramp::load_state(ctx->path, ctx->scope, onramp::ctx_state(ctx).get(),
+		                             ctx->component, &warning);
 		if (!st.ok()) {
 			onramp::log_error("%s: %s; keeping the last good configuration",
 			                  ctx->component.c_str(), st.status().message().c_str());
@@ -158,6 +198,40 @@ extern "C" int onramp_ctx_ack(onramp_ctx_t *ctx, const char *path, const char *s
 			return -1;
 		}
 		return 0;
+	} catch (...) {
+		return -1;
+	}
+}
+
+extern "C" int onramp_conf_peek(const char *path, const char *key, char *buf, size_t buflen)
+{
+	try {
+		if (!path || !key || !onramp::config_key(key))
+			return -1;
+		auto text = onramp::read_file(path, 1u << 20);
+		if (!text.ok())
+			return -1;
+		std::istringstream in(text.value());
+		std::string line;
+		while (std::getline(in, line)) {
+			std::vector<std::string> toks;
+			(void)onramp::tokenize_conf_line(line,
+			                                 toks); // lenient: the rest may be bad
+			for (const auto &tok : toks) {
+				size_t eq = tok.find('=');
+				if (eq == std::string::npos ||
+				    onramp::config_key(tok.substr(0, eq)) !=
+				        onramp::config_key(key))
+					continue;
+				auto one = onramp::Config::parse(tok, path);
+				if (!one.ok())
+					return -1;
+				copy_out(one->str(key), buf, buflen);
+				return 0;
+			}
+		}
+		copy_out(onramp::Config().str(key), buf, buflen);
+		return 1;
 	} catch (...) {
 		return -1;
 	}

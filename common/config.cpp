@@ -35,6 +35,12 @@ const std::vector<KeySpec> &config_schema()
 	     "the MAINT reservation that holds nodes under admission"},
 	    {"AdmissionAccount", KeyType::String, "onramp", nullptr, 0, 0,
 	     "account admission jobs run under; only admins may use it"},
+	    {"AdmissionExclusive", KeyType::Bool, "yes", nullptr, 0, 0,
+	     "admission and pair-test jobs take their nodes whole (--exclusive), so no user's "
+	     "job shares the GPUs under test"},
+	    {"AdmissionGres", KeyType::String, nullptr, nullptr, 0, 0,
+	     "GRES admission and pair-test jobs request per node (--gres, e.g. gpu:8), so that "
+	     "with ConstrainDevices=yes the checks see the node's GPUs; unset: none"},
 	    {"RebootCommand", KeyType::String, "/sbin/reboot", nullptr, 0, 0,
 	     "the site's real reboot command, run by onramp's RebootProgram wrapper"},
 	    {"CheckTimeout", KeyType::Duration, "300", nullptr, 1, 86400,
@@ -50,8 +56,8 @@ const std::vector<KeySpec> &config_schema()
 	    {"SysfsRoot", KeyType::Path, "/", nullptr, 0, 0,
 	     "root under which the real backend reads sys/class/infiniband (fabric check)"},
 	    {"PairLaunchCommand", KeyType::String,
-	     "srun --nodes=2 --ntasks=2 --ntasks-per-node=1 --nodelist=%n,%p", nullptr, 0, 0,
-	     "command that starts one pair-rank on this node (%n) and one on the peer (%p)"},
+	     "srun --overlap --nodes=2 --ntasks=2 --ntasks-per-node=1 --nodelist=%n,%p", nullptr, 0,
+	     0, "command that starts one pair-rank on this node (%n) and one on the peer (%p)"},
 	    {"PairPort", KeyType::Int, "29517", nullptr, 1024, 65535,
 	     "TCP port on which rank 0 of the 2-node NCCL test serves the NCCL unique id"},
 	    {"MaxWaveFraction", KeyType::Double, "0.2", nullptr, 0.01, 1.0,
@@ -467,6 +473,19 @@ int Config::line_of(const std::string &key) const
 		return 0;
 	auto it = values_.find(spec->name);
 	return it == values_.end() ? 0 : it->second.line;
+}
+
+} // namespace onramp
+
+namespace onramp {
+
+std::string Config::where(const std::string &key) const
+{
+	const KeySpec *spec = config_key(key);
+	std::string name = spec ? spec->name : key;
+	int line = line_of(key);
+	return line ? strprintf("%s (%s:%d)", name.c_str(), origin_.c_str(), line)
+	            : strprintf("%s (%s, default)", name.c_str(), origin_.c_str());
 }
 
 } // namespace onramp

@@ -75,6 +75,9 @@ public:
 	bool is_set(const std::string &key) const;
 	// Line where key was set (0 when defaulted).
 	int line_of(const std::string &key) const;
+	// "Key (origin:line)" for messages about the value of key, e.g. a path
+	// that cannot be read ("Key (origin, default)" when not set).
+	std::string where(const std::string &key) const;
 	const std::string &origin() const { return origin_; }
 
 private:

@@ -13,6 +13,7 @@
 struct onramp_ctx {
 	std::string path;
 	std::string component;
+	int scope = ONRAMP_SCOPE_POLICY; // what a (re)load reads
 	mutable std::mutex mu;
 	std::shared_ptr<const onramp::PolicyState> state; // the last good one
 	std::atomic<uint64_t> generation{0};
@@ -33,6 +34,10 @@ inline std::shared_ptr<const Config> ctx_config(const onramp_ctx_t *ctx)
 {
 	return ctx_state(ctx)->cfg;
 }
+
+// Does path name nothing at all (ENOENT)? A dangling symlink, a symlink
+// loop or an unreadable directory on the way is not "missing".
+bool path_missing(const std::string &path);
 
 // Copy s into a C buffer of len bytes, always NUL-terminated.
 void copy_out(const std::string &s, char *buf, size_t len);

@@ -68,8 +68,49 @@ void log_set_program(const std::string &name)
 	g_prog = name;
 }
 
-void log_msg(LogLevel level, const std::string &msg)
+namespace {
+
+// Length of the valid UTF-8 sequence at s[i] (2-4), or 0.
+size_t utf8_seq(const std::string &s, size_t i)
 {
+	unsigned char c = static_cast<unsigned char>(s[i]);
+	size_t n = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
+	if (!n || i + n > s.size())
+		return 0;
+	for (size_t k = 1; k < n; k++)
+		if ((static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80)
+			return 0;
+	return n;
+}
+
+// A message as one clean log line: control bytes and invalid UTF-8 (which
+// a hostile file may put into an error message) become \xNN.
+std::string clean_line(const std::string &msg)
+{
+	std::string out;
+	out.reserve(msg.size());
+	for (size_t i = 0; i < msg.size(); i++) {
+		unsigned char c = static_cast<unsigned char>(msg[i]);
+		if (c >= 0x20 && c < 0x7f) {
+			out += msg[i];
+			continue;
+		}
+		size_t n = c >= 0x80 ? utf8_seq(msg, i) : 0;
+		if (n) {
+			out.append(msg, i, n);
+			i += n - 1;
+		} else {
+			out += strprintf("\\x%02x", c);
+		}
+	}
+	return out;
+}
+
+} // namespace
+
+void log_msg(LogLevel level, const std::string &raw)
+{
+	std::string msg = clean_line(raw);
 	onramp_log_sink_fn sink = g_sink.load();
 	if (sink) {
 		sink(static_cast<int>(level), msg.c_str());

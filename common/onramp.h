@@ -43,6 +43,18 @@ typedef struct onramp_ctx onramp_ctx_t;
  * prefixes log lines, e.g. "job_submit/onramp".
  */
 onramp_ctx_t *onramp_ctx_create(const char *path, const char *component, char *err, size_t errlen);
+/* What a context loads, and reloads: */
+#define ONRAMP_SCOPE_POLICY 0 /* onramp.conf and every flow's state (job_submit) */
+#define ONRAMP_SCOPE_CONFIG 1 /* onramp.conf only: what admission needs */
+/*
+ * onramp_ctx_create with a scope. With ONRAMP_SCOPE_POLICY a rewire plan or
+ * fabric file that cannot be used at this first load is logged and no
+ * rewire window is in force (never fatal); at a reload it keeps the last
+ * good state, as does a plan file that vanished while a window is active.
+ * onramp_ctx_create is the POLICY scope.
+ */
+onramp_ctx_t *onramp_ctx_create_scoped(const char *path, const char *component, int scope,
+                                       char *err, size_t errlen);
 /*
  * Re-read the file the context was created from (file I/O). A bad file is
  * logged with its line number and the last good configuration stays in
@@ -75,6 +87,15 @@ int onramp_ctx_ack(onramp_ctx_t *ctx, const char *path, const char *stamp);
 /* Copy the effective value of key (default applied) into buf; returns 0,
  * or -1 for an unknown key. */
 int onramp_ctx_get(const onramp_ctx_t *ctx, const char *key, char *buf, size_t buflen);
+
+/*
+ * Find one key in an onramp.conf that may be invalid elsewhere (file I/O):
+ * for a plugin that must know, say, its feature name to fail closed when
+ * the file as a whole is refused. Returns 0 with the value in buf, 1 with
+ * the default when the key is not set, -1 when the file cannot be read or
+ * the key's own value is invalid.
+ */
+int onramp_conf_peek(const char *path, const char *key, char *buf, size_t buflen);
 
 /* ------------------------------------------------------------ hostlist */
 /* Expand a Slurm hostlist expression; returns a malloc'd NUL-separated,
@@ -191,18 +212,25 @@ typedef struct onramp_topo_switch {
 /*
  * Build the table (file I/O: onramp.conf at conf_path, topology.conf at
  * topo_path, the fabric and plan files). node_names[i] is the name of
- * Slurm's node index i (NULL for a hole). have_previous says whether a
- * table is in force now. Returns NULL when the caller must keep what it has
- * (a bad topology.conf; or a bad fabric/plan while a previous table is in
- * force), with the reason in msg. With no previous table a bad fabric/plan
- * yields the plain topology.conf tree and the reason in msg. A non-NULL
- * result may carry a note in msg (the active window). Never fatal.
+ * Slurm's node index i (NULL for a hole). previous says what is in force
+ * now: ONRAMP_TOPO_PREVIOUS when a table is, with ONRAMP_TOPO_PREVIOUS_WINDOW
+ * when that table has an active rewire window. Returns NULL when the caller
+ * must keep what it has (a bad topology.conf; a bad fabric/plan or an
+ * unreadable onramp.conf while a previous table is in force; onramp.conf
+ * or the plan file missing while a window is in force), with the reason in
+ * msg. With no previous table a bad fabric/plan yields the plain
+ * topology.conf tree and the reason in msg. A non-NULL result may carry a
+ * note in msg (the active window). Never fatal.
  */
+#define ONRAMP_TOPO_PREVIOUS 1
+#define ONRAMP_TOPO_PREVIOUS_WINDOW 2
 onramp_topo_t *onramp_topo_build(const char *conf_path, const char *topo_path,
-                                 const char *const *node_names, int node_cnt, int have_previous,
+                                 const char *const *node_names, int node_cnt, int previous,
                                  char *msg, size_t msglen);
 int onramp_topo_switch_count(const onramp_topo_t *t);
 int onramp_topo_levels(const onramp_topo_t *t);
+/* Whether the table was built with an active rewire window. */
+int onramp_topo_window_active(const onramp_topo_t *t);
 /* Whether some switch reaches every node (tree logs when none does). */
 int onramp_topo_have_root(const onramp_topo_t *t);
 /* Fill out for switch i (pointers live as long as t); 0, or -1 when out of range. */

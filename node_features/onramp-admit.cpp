@@ -167,6 +167,13 @@ int cmd_pair_rank(const Options &o, const Config &cfg)
 	if (!st.ok())
 		return unjudged(o, st.message());
 	p.rank = o.rank >= 0 ? o.rank : (o.node == p.host ? 0 : 1);
+	// The attempt's secret, from the launching rank through the step's
+	// environment (never on a command line).
+	const char *secret = getenv(kPairSecretEnv);
+	if (!secret || !*secret)
+		return unjudged(o, std::string("pair-rank: no ") + kPairSecretEnv +
+		                       " in the environment (run by onramp-admit pair)");
+	p.secret = secret;
 	const char *local = getenv("SLURM_LOCALID");
 	auto localid = parse_int(local ? local : "0", 0, 1023);
 	if (!localid.ok())

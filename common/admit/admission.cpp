@@ -213,6 +213,14 @@ Status record_verdict(const Config &cfg, const Verdict &v)
 {
 	if (v.inconclusive)
 		return Status::Error("an inconclusive verdict is not recorded");
+	// A PASS admits the node: it must come from every node-local check,
+	// never from a partial run (--checks). A FAIL from any check stands.
+	if (v.passed())
+		for (const auto &name : local_checks())
+			if (std::none_of(v.checks.begin(), v.checks.end(),
+			                 [&](const CheckResult &c) { return c.name == name; }))
+				return Status::Error("a PASS without the check '" + name +
+				                     "' (a partial run) is not recorded");
 	Record rec;
 	rec.node = v.node;
 	rec.boot_id = v.boot_id;

@@ -51,8 +51,9 @@ Verdict run_admission(AdmitInputs &in, const AdmitOptions &opt);
 Result<Verdict> run_pair_admission(AdmitInputs &in, const std::vector<std::string> &peers,
                                    const AdmitOptions &opt);
 
-// Write <NodeStateDir>/admission.json from a PASS or FAIL verdict.
-// REQUIRES: !v.inconclusive.
+// Write <NodeStateDir>/admission.json from a PASS or FAIL verdict. An
+// error, and nothing written, for an inconclusive verdict or a PASS that
+// lacks one of local_checks() (a partial run must never admit a node).
 Status record_verdict(const Config &cfg, const Verdict &v);
 
 // The one-line human summary: "<node> FAIL NCCL_BW_LOW: <detail>".

@@ -7,6 +7,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <netdb.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <sys/random.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -154,63 +158,229 @@ Status full_io(int fd, void *buf, size_t n, bool writing, double deadline)
 	return Status::Ok();
 }
 
-Status serve_id(int port, const gpu::ncclUniqueIdT &id, double deadline)
+const char kMagic[4] = {'O', 'R', 'P', '1'};
+constexpr size_t kNonce = 32, kMac = 32, kId = 128;
+
+std::string hmac(const std::string &secret, const std::string &label, const std::string &a,
+                 const std::string &b, const std::string &c = "")
 {
-	int s = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	bool v6 = s >= 0;
-	if (!v6)
-		s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (s < 0)
-		return Status::Error(strprintf("socket: %s", strerror(errno)));
-	int one = 1, zero = 0;
-	setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-	int rc;
-	if (v6) {
-		setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
-		struct sockaddr_in6 a;
-		memset(&a, 0, sizeof a);
-		a.sin6_family = AF_INET6;
-		a.sin6_addr = in6addr_any;
-		a.sin6_port = htons(static_cast<uint16_t>(port));
-		rc = bind(s, reinterpret_cast<struct sockaddr *>(&a), sizeof a);
-	} else {
-		struct sockaddr_in a;
-		memset(&a, 0, sizeof a);
-		a.sin_family = AF_INET;
-		a.sin_addr.s_addr = htonl(INADDR_ANY);
-		a.sin_port = htons(static_cast<uint16_t>(port));
-		rc = bind(s, reinterpret_cast<struct sockaddr *>(&a), sizeof a);
+	std::string msg = label;
+	msg += '\0';
+	msg += a + b + c;
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int len = 0;
+	if (!HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
+	          reinterpret_cast<const unsigned char *>(msg.data()), msg.size(), md, &len))
+		return std::string(kMac, '\0');
+	return std::string(reinterpret_cast<char *>(md), len);
+}
+
+// The id XOR the attempt's keystream (its own inverse).
+std::string crypt_id(const std::string &secret, const std::string &ns, const std::string &nc,
+                     const std::string &in)
+{
+	std::string out = in;
+	for (size_t i = 0; i < out.size(); i++) {
+		if (i % kMac == 0) {
+			std::string block =
+			    hmac(secret, "onramp-pair key",
+			         std::string(1, static_cast<char>(i / kMac)), ns, nc);
+			for (size_t k = 0; k < kMac && i + k < out.size(); k++)
+				out[i + k] = static_cast<char>(out[i + k] ^ block[k]);
+		}
 	}
-	if (rc != 0 || listen(s, 1) != 0) {
-		Status st =
-		    Status::Error(strprintf("listen on port %d: %s", port, strerror(errno)));
-		close(s);
+	return out;
+}
+
+bool same(const std::string &a, const std::string &b)
+{
+	return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+Status read_n(int fd, std::string *out, size_t n, double deadline)
+{
+	out->assign(n, '\0');
+	return full_io(fd, &(*out)[0], n, false, deadline);
+}
+
+Status write_all(int fd, const std::string &data, double deadline)
+{
+	return full_io(fd, const_cast<char *>(data.data()), data.size(), true, deadline);
+}
+
+Result<std::string> random_bytes(size_t n)
+{
+	std::string out(n, '\0');
+	size_t got = 0;
+	while (got < n) {
+		ssize_t k = getrandom(&out[got], n - got, 0);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return Status::Error(strprintf("getrandom: %s", strerror(errno)));
+		got += static_cast<size_t>(k);
+	}
+	return out;
+}
+
+// The server's side of one connection. Ok when the peer proved the secret
+// and got the id.
+Status serve_one(int c, const std::string &secret, const std::string &id, double deadline)
+{
+	auto ns = random_bytes(kNonce);
+	if (!ns.ok())
+		return ns.status();
+	Status st = write_all(c, std::string(kMagic, sizeof kMagic) + ns.value(), deadline);
+	std::string nc, mac;
+	if (st.ok())
+		st = read_n(c, &nc, kNonce, deadline);
+	if (st.ok())
+		st = read_n(c, &mac, kMac, deadline);
+	if (!st.ok())
 		return st;
+	if (!same(mac, hmac(secret, "onramp-pair client", ns.value(), nc)))
+		return Status::Error("a peer without the attempt's secret");
+	std::string enc = crypt_id(secret, ns.value(), nc, id);
+	return write_all(c, hmac(secret, "onramp-pair server", nc, ns.value(), enc) + enc,
+	                 deadline);
+}
+
+// Listening socket on port bound to host's addresses (all when host is ""
+// or none can be bound); -1 with *why.
+int listen_on(const std::string &host, int port, std::string *why)
+{
+	auto try_bind = [&](int family, const struct sockaddr *sa, socklen_t len) {
+		int s = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (s < 0)
+			return -1;
+		int one = 1, zero = 0;
+		setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+		if (family == AF_INET6)
+			setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+		if (bind(s, sa, len) != 0 || listen(s, 16) != 0) {
+			*why = strprintf("listen on port %d: %s", port, strerror(errno));
+			close(s);
+			return -1;
+		}
+		return s;
+	};
+	if (!host.empty()) {
+		struct addrinfo hints, *res = nullptr;
+		memset(&hints, 0, sizeof hints);
+		hints.ai_family = AF_UNSPEC;
+		hints.ai_socktype = SOCK_STREAM;
+		hints.ai_flags = AI_PASSIVE;
+		if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) == 0) {
+			int s = -1;
+			for (struct addrinfo *a = res; a && s < 0; a = a->ai_next)
+				s = try_bind(a->ai_family, a->ai_addr, a->ai_addrlen);
+			freeaddrinfo(res);
+			if (s >= 0)
+				return s;
+		}
+		log_verbose("nccl_pair: cannot bind to %s's address; listening on all",
+		            host.c_str());
 	}
+	struct sockaddr_in6 a6;
+	memset(&a6, 0, sizeof a6);
+	a6.sin6_family = AF_INET6;
+	a6.sin6_addr = in6addr_any;
+	a6.sin6_port = htons(static_cast<uint16_t>(port));
+	int s = try_bind(AF_INET6, reinterpret_cast<struct sockaddr *>(&a6), sizeof a6);
+	if (s >= 0)
+		return s;
+	struct sockaddr_in a4;
+	memset(&a4, 0, sizeof a4);
+	a4.sin_family = AF_INET;
+	a4.sin_addr.s_addr = htonl(INADDR_ANY);
+	a4.sin_port = htons(static_cast<uint16_t>(port));
+	return try_bind(AF_INET, reinterpret_cast<struct sockaddr *>(&a4), sizeof a4);
+}
+
+// The client's side of one connection: the id, or why not.
+Result<std::string> fetch_one(int s, const std::string &secret, double deadline)
+{
+	std::string hello, enc, mac;
+	Status st = read_n(s, &hello, sizeof kMagic + kNonce, deadline);
+	if (!st.ok())
+		return st;
+	if (hello.compare(0, sizeof kMagic, std::string(kMagic, sizeof kMagic)) != 0)
+		return Status::Error("rendezvous: not an onramp pair server");
+	std::string ns = hello.substr(sizeof kMagic);
+	auto nc = random_bytes(kNonce);
+	if (!nc.ok())
+		return nc.status();
+	st =
+	    write_all(s, nc.value() + hmac(secret, "onramp-pair client", ns, nc.value()), deadline);
+	if (st.ok())
+		st = read_n(s, &mac, kMac, deadline);
+	if (st.ok())
+		st = read_n(s, &enc, kId, deadline);
+	if (!st.ok())
+		return st;
+	if (!same(mac, hmac(secret, "onramp-pair server", nc.value(), ns, enc)))
+		return Status::Error("rendezvous: the server does not hold the attempt's secret");
+	return crypt_id(secret, ns, nc.value(), enc);
+}
+
+} // namespace
+
+std::string new_pair_secret()
+{
+	auto r = random_bytes(32);
+	if (!r.ok())
+		return "";
+	std::string hex;
+	for (unsigned char c : r.value())
+		hex += strprintf("%02x", c);
+	return hex;
+}
+
+Status pair_serve_id(const std::string &bind_host, int port, const std::string &secret,
+                     const std::string &id, double timeout_s)
+{
+	if (secret.empty())
+		return Status::Error("rendezvous: no secret for this attempt");
+	if (id.size() != kId)
+		return Status::Error("rendezvous: the id is not 128 bytes");
+	double deadline = now_s() + timeout_s;
+	std::string why;
+	int s = listen_on(bind_host, port, &why);
+	if (s < 0)
+		return Status::Error(why);
+	std::string last;
 	for (;;) {
 		struct pollfd pfd = {s, POLLIN, 0};
 		int ms = static_cast<int>((deadline - now_s()) * 1000);
 		if (ms <= 0) {
 			close(s);
 			return Status::Error(
-			    strprintf("no peer connected to port %d in time", port));
+			    strprintf("no authenticated peer on port %d in time%s", port,
+			              last.empty() ? "" : (" (" + last + ")").c_str()));
 		}
 		if (poll(&pfd, 1, ms) <= 0)
 			continue;
 		int c = accept4(s, nullptr, nullptr, SOCK_CLOEXEC);
 		if (c < 0)
 			continue;
-		Status st =
-		    full_io(c, const_cast<char *>(id.internal), sizeof id.internal, true, deadline);
+		Status st = serve_one(c, secret, id, std::min(deadline, now_s() + kPairHandshakeS));
 		close(c);
-		close(s);
-		return st;
+		if (st.ok()) {
+			close(s);
+			return st;
+		}
+		last = st.message();
+		log_verbose("nccl_pair: rendezvous: %s; still waiting", last.c_str());
 	}
 }
 
-Status fetch_id(const std::string &host, int port, gpu::ncclUniqueIdT *id, double deadline)
+Result<std::string> pair_fetch_id(const std::string &host, int port, const std::string &secret,
+                                  double timeout_s)
 {
-	std::string last = "no attempt";
+	if (secret.empty())
+		return Status::Error("rendezvous: no secret for this attempt");
+	double deadline = now_s() + timeout_s;
+	std::string last = "no attempt", refused;
 	while (now_s() < deadline) {
 		struct addrinfo hints, *res = nullptr;
 		memset(&hints, 0, sizeof hints);
@@ -225,11 +395,18 @@ Status fetch_id(const std::string &host, int port, gpu::ncclUniqueIdT *id, doubl
 				if (s < 0)
 					continue;
 				if (connect(s, a->ai_addr, a->ai_addrlen) == 0) {
-					freeaddrinfo(res);
-					Status st = full_io(s, id->internal, sizeof id->internal,
-					                    false, deadline);
+					auto id = fetch_one(
+					    s, secret,
+					    std::min(deadline, now_s() + kPairHandshakeS));
 					close(s);
-					return st;
+					if (id.ok()) {
+						freeaddrinfo(res);
+						return id;
+					}
+					last = id.status().message();
+					if (last.find("secret") != std::string::npos)
+						refused = last; // said first: it names a stranger
+					continue;
 				}
 				last = strprintf("connect %s:%d: %s", host.c_str(), port,
 				                 strerror(errno));
@@ -239,10 +416,12 @@ Status fetch_id(const std::string &host, int port, gpu::ncclUniqueIdT *id, doubl
 		}
 		usleep(200000);
 	}
+	if (!refused.empty())
+		return Status::Error(refused + " (then: " + last + ")");
 	return Status::Error("rendezvous: " + last);
 }
 
-} // namespace
+namespace {} // namespace
 
 Result<PairObs> run_pair_rank(const PairRankOptions &opt)
 {
@@ -253,14 +432,18 @@ Result<PairObs> run_pair_rank(const PairRankOptions &opt)
 		return st;
 	gpu::ncclUniqueIdT id;
 	memset(&id, 0, sizeof id);
-	double deadline = now_s() + opt.connect_timeout_s;
 	if (opt.rank == 0) {
 		gpu::ncclResult r = nccl.GetUniqueId(&id);
 		if (r != gpu::kNcclSuccess)
 			return Status::Error("ncclGetUniqueId: " + nccl.err(r));
-		st = serve_id(opt.port, id, deadline);
+		st = pair_serve_id(opt.host, opt.port, opt.secret,
+		                   std::string(id.internal, sizeof id.internal),
+		                   opt.connect_timeout_s);
 	} else {
-		st = fetch_id(opt.host, opt.port, &id, deadline);
+		auto got = pair_fetch_id(opt.host, opt.port, opt.secret, opt.connect_timeout_s);
+		if (got.ok())
+			memcpy(id.internal, got->data(), sizeof id.internal);
+		st = got.status();
 	}
 	if (!st.ok())
 		return st;
@@ -275,30 +458,43 @@ Result<PairObs> run_pair_launch(const Config &cfg, const std::string &node, cons
 	if (n <= 0)
 		return Status::Error("cannot find onramp-admit's own path (/proc/self/exe)");
 	exe[n] = '\0';
-	// Split into words (never a shell: node names and paths are data).
-	auto argv = split_command(cfg.str("PairLaunchCommand"), [&](char c, std::string *v) {
-		if (c != 'n' && c != 'p')
+	auto argv = split_command(cfg.str("PairLaunchCommand"), [&](char x, std::string *v) {
+		if (x == 'p')
+			*v = peer;
+		else if (x == 'n')
+			*v = node;
+		else
 			return false;
-		*v = c == 'n' ? node : peer;
 		return true;
 	});
 	if (!argv.ok())
-		return Status::Error("PairLaunchCommand: " + argv.status().message());
-	std::vector<std::string> cmd = argv.value();
-	cmd.insert(cmd.end(), {exe, "pair-rank", "--conf", cfg.origin(), "--rendezvous",
-	                       strprintf("%s:%lld", node.c_str(),
-	                                 static_cast<long long>(cfg.integer("PairPort")))});
-	log_verbose("nccl_pair: %s", argv_str(cmd).c_str());
+		return Status::Error(cfg.where("PairLaunchCommand") + ": " +
+		                     argv.status().message());
+	std::string secret = new_pair_secret();
+	if (secret.empty())
+		return Status::Error("nccl_pair: cannot make the attempt's secret (getrandom)");
+	for (const std::string &w :
+	     {std::string(exe), std::string("pair-rank"), std::string("--conf"), cfg.origin(),
+	      std::string("--rendezvous"),
+	      strprintf("%s:%lld", node.c_str(), static_cast<long long>(cfg.integer("PairPort")))})
+		argv->push_back(w);
+	log_verbose("nccl_pair: %s", argv_str(argv.value()).c_str());
+	ProcOptions po;
+	po.separate_stderr = true;
+	po.env.push_back(std::string(kPairSecretEnv) + "=" + secret);
+	ProcResult pr = run_argv(argv.value(), po);
 	PairObs obs;
-	ProcOptions opt;
-	opt.separate_stderr = true;
-	opt.on_line = [&obs](const std::string &line) {
+	size_t pos = 0;
+	while (pos < pr.out.size()) {
+		size_t nl = pr.out.find('\n', pos);
+		std::string line = pr.out.substr(pos, nl == std::string::npos ? nl : nl - pos);
+		pos = nl == std::string::npos ? pr.out.size() : nl + 1;
 		auto j = json_parse(line, "pair-rank output");
 		if (!j.ok() || !json_is_object(j->get()))
-			return;
+			continue;
 		JsonReader r("pair-rank output");
 		if (r.integer_or(j->get(), "", "rank", -1) != 0)
-			return;
+			continue;
 		obs.measured = r.boolean_or(j->get(), "", "measured", false);
 		obs.busbw_gbs = r.num_or(j->get(), "", "busbw_gbs", 0);
 		obs.wrong = static_cast<uint64_t>(r.integer_or(j->get(), "", "wrong", 0));
@@ -308,14 +504,14 @@ Result<PairObs> run_pair_launch(const Config &cfg, const std::string &node, cons
 			const json_t *v;
 			json_array_foreach(a, i, v) obs.samples.push_back(json_number_value(v));
 		}
-	};
-	ProcResult res = run_argv(cmd, opt);
-	if (!res.err.empty()) // the launcher's own messages, as before
-		fprintf(stderr, "%s\n", res.err.c_str());
-	if (res.rc < 0)
-		return Status::Error("PairLaunchCommand: " + res.out);
+	}
+	if (!pr.err.empty()) // the launcher's own messages, as before
+		fprintf(stderr, "%s\n", pr.err.c_str());
 	if (!obs.measured && obs.why.empty())
-		obs.why = strprintf("pair launch exited with status %d and gave no result", res.rc);
+		obs.why =
+		    pr.rc < 0
+		        ? "pair launch: " + pr.out
+		        : strprintf("pair launch exited with status %d and gave no result", pr.rc);
 	return obs;
 }
 

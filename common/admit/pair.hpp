@@ -43,20 +43,50 @@ PairDecision decide_pair(const std::vector<PairAttempt> &attempts, double thresh
 // two distinct peers.
 bool pair_decided(const std::vector<PairAttempt> &attempts, double threshold_gbs);
 
-// Real backend, rank 0 side: run PairLaunchCommand (%n: this node, %p:
-// peer) followed by "<this program> pair-rank --conf <conf> --rendezvous
-// <node>:<PairPort>" and read rank 0's JSON line from its stdout.
+// Real backend, rank 0 side: run PairLaunchCommand split into words
+// (common/proc.hpp's split_command; %n: this node, %p: the peer, per word,
+// no shell) followed by "<this program> pair-rank --conf <conf>
+// --rendezvous <node>:<PairPort>", with a fresh secret for this attempt in
+// the launch's environment (kPairSecretEnv; srun passes it to both ranks),
+// and read rank 0's JSON line from its stdout.
 Result<PairObs> run_pair_launch(const Config &cfg, const std::string &node,
                                 const std::string &peer);
 
+// The rendezvous of one attempt. Rank 0 serves the ncclUniqueId (128
+// bytes) only to a peer that proves it holds the attempt's secret, and the
+// peer accepts an id only from a server that proves the same:
+//   server: "ORP1" nonce_s[32]
+//   client: nonce_c[32] HMAC(secret, "onramp-pair client" nonce_s nonce_c)
+//   server: HMAC(secret, "onramp-pair server" nonce_c nonce_s enc) enc[128]
+// where enc is the id XOR an HMAC(secret, "onramp-pair key" i nonce_s
+// nonce_c) keystream, so the id never crosses the wire in the clear. A
+// connection that fails the handshake (a stranger, a stale rank) is closed
+// after at most kPairHandshakeS and the server goes on listening; the peer
+// retries until its deadline. The secret travels in the launched step's
+// environment (readable only by its owner and root, never on a command
+// line that ps shows to other users).
+constexpr const char *kPairSecretEnv = "ONRAMP_PAIR_SECRET";
+constexpr double kPairHandshakeS = 2.0;
+// 64 hex digits from the kernel's random source; "" when it fails.
+std::string new_pair_secret();
+// Serve id (128 bytes) on port, bound to bind_host's addresses (all
+// addresses when bind_host is empty or none of them can be bound), until
+// one authenticated peer got it or timeout_s passed.
+Status pair_serve_id(const std::string &bind_host, int port, const std::string &secret,
+                     const std::string &id, double timeout_s);
+// Fetch the id from host:port, retrying until timeout_s passed.
+Result<std::string> pair_fetch_id(const std::string &host, int port, const std::string &secret,
+                                  double timeout_s);
+
 // One rank of the real 2-node test: rank 0 creates the ncclUniqueId and
-// serves it on port (all addresses); rank 1 connects to host:port (retrying
-// for up to connect_timeout_s) and reads it. Then ncclAllReduce on device
+// serves it on host:port (pair_serve_id); rank 1 fetches it from host:port
+// (retrying for up to connect_timeout_s). Then ncclAllReduce on device
 // with the baseline's NCCL sizes.
 struct PairRankOptions {
 	int rank = 0;
 	std::string host;
 	int port = 0;
+	std::string secret; // the attempt's (kPairSecretEnv); required
 	int device = 0;
 	double connect_timeout_s = 120;
 	uint64_t bytes = 1ull << 30;

@@ -9,11 +9,12 @@
 
 struct onramp_topo {
 	onramp::SwitchTable table;
+	bool window = false; // built with an active rewire window
 };
 
 extern "C" onramp_topo_t *onramp_topo_build(const char *conf_path, const char *topo_path,
                                             const char *const *node_names, int node_cnt,
-                                            int have_previous, char *msg, size_t msglen)
+                                            int previous, char *msg, size_t msglen)
 {
 	using namespace onramp;
 	copy_out("", msg, msglen);
@@ -26,20 +27,32 @@ extern "C" onramp_topo_t *onramp_topo_build(const char *conf_path, const char *t
 		for (int i = 0; i < node_cnt; i++)
 			if (node_names && node_names[i])
 				nodes[i] = node_names[i];
-		// A missing onramp.conf means no window: the plain tree.
-		bool plan_error = false;
+		// A missing onramp.conf (ENOENT, not a file that cannot be read)
+		// means no window: the plain tree.
+		bool have_previous = (previous & ONRAMP_TOPO_PREVIOUS) != 0;
+		bool previous_window = (previous & ONRAMP_TOPO_PREVIOUS_WINDOW) != 0;
+		bool plan_error = false, conf_missing = path_missing(conf_path);
 		std::string note;
 		Result<RewireModel> m = Status::Error("");
-		auto c = access(conf_path, F_OK) == 0 ? Config::load(conf_path)
-		                                      : Config::parse("", conf_path);
+		auto c = conf_missing ? Config::parse("", conf_path) : Config::load(conf_path);
 		if (!c.ok()) {
 			plan_error = true;
 			m = c.status();
 		} else {
 			m = rewire_model_load(c.value(), topo_path, &plan_error);
 		}
+		// A window in force is never dropped because its files vanished:
+		// only a plan that says so (or a good onramp.conf without one) ends it.
+		if (m.ok() && previous_window && (conf_missing || m->plan_missing)) {
+			plan_error = true;
+			m = Status::Error(
+			    (conf_missing ? std::string(conf_path)
+			                  : c->where("RewirePlan") + ": " + c->str("RewirePlan")) +
+			    ": missing while a rewire window is in force");
+		}
 		std::set<std::string> cut;
 		TopologyConf topo;
+		bool window = false;
 		if (!m.ok()) {
 			if (!plan_error || have_previous) {
 				copy_out(m.status().message() +
@@ -59,6 +72,7 @@ extern "C" onramp_topo_t *onramp_topo_build(const char *conf_path, const char *t
 			topo = std::move(m->topo);
 			cut = m->cut;
 			if (!m->active_id.empty()) {
+				window = true;
 				std::string leaves;
 				for (const auto &c : cut)
 					leaves += (leaves.empty() ? "" : ",") + c;
@@ -78,6 +92,7 @@ extern "C" onramp_topo_t *onramp_topo_build(const char *conf_path, const char *t
 		copy_out(note, msg, msglen);
 		auto *r = new onramp_topo;
 		r->table = std::move(t.value());
+		r->window = window;
 		return r;
 	} catch (const std::exception &e) {
 		copy_out(std::string("internal error: ") + e.what() +
@@ -97,6 +112,11 @@ extern "C" int onramp_topo_switch_count(const onramp_topo_t *t)
 extern "C" int onramp_topo_levels(const onramp_topo_t *t)
 {
 	return t ? t->table.levels : 0;
+}
+
+extern "C" int onramp_topo_window_active(const onramp_topo_t *t)
+{
+	return t && t->window;
 }
 
 extern "C" int onramp_topo_have_root(const onramp_topo_t *t)

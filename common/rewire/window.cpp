@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <cerrno>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "atomic_file.hpp"
@@ -179,14 +181,17 @@ Status plan_validate(const Plan &plan, const TopologyConf &topo, const Fabric *f
 {
 	const std::string &o = plan.origin;
 	int active = 0;
+	// Linear in the plan's length (topology/onramp validates it under
+	// slurmctld's config lock, and finished windows accumulate).
+	std::set<std::string> ids;
+	std::vector<size_t> open; // unfinished windows, checked for overlaps below
 	for (size_t i = 0; i < plan.windows.size(); i++) {
 		const Window &w = plan.windows[i];
 		std::string p = o + ": window '" + w.id + "'";
 		if (w.id.empty())
 			return Status::Error(strprintf("%s: windows[%zu]: empty id", o.c_str(), i));
-		for (size_t k = 0; k < i; k++)
-			if (plan.windows[k].id == w.id)
-				return Status::Error(p + ": id repeated");
+		if (!ids.insert(w.id).second)
+			return Status::Error(p + ": id repeated");
 		if (w.end <= w.start)
 			return Status::Error(p + ": end must be after start");
 		if (w.leaves.empty() && w.links.empty())
@@ -218,16 +223,28 @@ Status plan_validate(const Plan &plan, const TopologyConf &topo, const Fabric *f
 				return Status::Error(p + ": stages must be percentages 0..100");
 		if (w.state == WindowState::Active)
 			active++;
-		if (w.state == WindowState::Done)
-			continue;
-		for (size_t k = 0; k < i; k++) {
-			const Window &x = plan.windows[k];
-			if (x.state == WindowState::Done)
-				continue;
-			if (w.start < x.end && x.start < w.end)
-				return Status::Error(p + ": overlaps window '" + x.id + "' (" +
-				                     format_utc(x.start) + " - " +
-				                     format_utc(x.end) + ")");
+		if (w.state != WindowState::Done)
+			open.push_back(i);
+	}
+	// Sorted by start, a window overlaps an earlier one iff it starts
+	// before the latest end so far; the message names the later in the file.
+	std::stable_sort(open.begin(), open.end(), [&](size_t a, size_t b) {
+		return plan.windows[a].start < plan.windows[b].start;
+	});
+	const Window *latest = nullptr;
+	size_t latest_i = 0;
+	for (size_t i : open) {
+		const Window &w = plan.windows[i];
+		if (latest && w.start < latest->end) {
+			const Window &later = i > latest_i ? w : *latest;
+			const Window &x = i > latest_i ? *latest : w;
+			return Status::Error(o + ": window '" + later.id + "': overlaps window '" +
+			                     x.id + "' (" + format_utc(x.start) + " - " +
+			                     format_utc(x.end) + ")");
+		}
+		if (!latest || w.end > latest->end) {
+			latest = &w;
+			latest_i = i;
 		}
 	}
 	if (active > 1)
@@ -405,20 +422,26 @@ Result<RewireModel> rewire_model_load(const Config &cfg, const std::string &topo
 	if (cfg.is_set("FabricFile")) {
 		auto f = fabric_load(cfg.str("FabricFile"), m.topo);
 		if (!f.ok())
-			return fail(f.status());
+			return fail(
+			    Status::Error(cfg.where("FabricFile") + ": " + f.status().message()));
 		m.fabric = std::make_shared<const Fabric>(std::move(f.value()));
 	}
 	if (cfg.is_set("RewirePlan")) {
 		const std::string path = cfg.str("RewirePlan");
 		auto text = read_file(path, 16u << 20);
-		// A plan that does not exist yet is an empty plan.
+		// A plan that does not exist yet is an empty plan; one that
+		// cannot be read (a symlink loop, a directory, a FIFO) is an error.
+		struct stat sb;
 		if (text.ok()) {
 			auto p = plan_parse(text.value(), path, m.topo, m.fabric.get());
 			if (!p.ok())
 				return fail(p.status());
 			m.plan = std::make_shared<const Plan>(std::move(p.value()));
-		} else if (access(path.c_str(), F_OK) == 0) {
-			return fail(text.status());
+		} else if (lstat(path.c_str(), &sb) == 0 || errno != ENOENT) {
+			return fail(Status::Error(cfg.where("RewirePlan") + ": " +
+			                          text.status().message()));
+		} else {
+			m.plan_missing = true;
 		}
 	}
 	if (m.plan)

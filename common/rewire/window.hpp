@@ -89,6 +89,7 @@ struct RewireModel {
 	std::shared_ptr<const Plan> plan;     // null without RewirePlan
 	std::set<std::string> cut;            // leaves cut now
 	std::string active_id;                // "" without an active window
+	bool plan_missing = false;            // RewirePlan set but no such file
 };
 
 // Load topology.conf (topo_path) and, when configured, the fabric and plan.

@@ -97,6 +97,18 @@ onramp_lock_open() {
 	exec {ONRAMP_LOCK_FD}<"$1"
 }
 
+# The sbatch options of admission and pair-test jobs, one per line:
+# --exclusive (AdmissionExclusive) and --gres=... (AdmissionGres), so the
+# checks see the node's GPUs (ConstrainDevices=yes) and share them with no
+# user's job.
+onramp_admission_job_args() {
+	local excl gres
+	excl=$(onramp_conf AdmissionExclusive) || return 1
+	gres=$(onramp_conf AdmissionGres) || return 1
+	case ${excl,,} in yes | true | 1) echo --exclusive ;; esac
+	[ -z "$gres" ] || echo "--gres=$gres"
+}
+
 # One field of "scontrol -o show node NODE" (e.g. State, Reason, ActiveFeatures).
 onramp_node_field() {
 	scontrol -o show node "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1

@@ -40,15 +40,34 @@ const uint32_t plugin_version = SLURM_VERSION_NUMBER;
 static onramp_ctx_t *ctx = NULL;
 static char feature[128] = DEFAULT_FEATURE;
 
+/*
+ * Load onramp.conf only (admission needs nothing else: a bad rewire plan or
+ * fabric file never touches admission). A bad file at reconfigure keeps the
+ * last good configuration, AdmittedFeature included. When onramp.conf was
+ * never loaded, the feature's name is still looked up in it, so that
+ * slurmctld strips the right feature (fail closed: slurmd reports it
+ * inactive); only when even that fails is the default assumed.
+ */
 static void _load(void)
 {
-	if (ctx) {
+	char *path;
+
+	if (ctx)
 		(void)onramp_ctx_reload(ctx);
-	} else {
-		ctx = onramp_shim_ctx_create(plugin_type);
+	else
+		ctx = onramp_shim_ctx_create(plugin_type, ONRAMP_SCOPE_CONFIG);
+	if (ctx) {
+		(void)onramp_ctx_get(ctx, "AdmittedFeature", feature, sizeof(feature));
+		return;
 	}
-	if (!ctx || onramp_ctx_get(ctx, "AdmittedFeature", feature, sizeof(feature)))
+	path = get_extra_conf_path("onramp.conf");
+	if (onramp_conf_peek(path, "AdmittedFeature", feature, sizeof(feature)) < 0) {
 		strlcpy(feature, DEFAULT_FEATURE, sizeof(feature));
+		error("%s: %s: cannot tell AdmittedFeature; assuming %s", plugin_type, path,
+		      feature);
+	}
+	error("%s: onramp.conf not loaded: every node reports %s inactive", plugin_type, feature);
+	xfree(path);
 }
 
 /* This slurmd's node name (multiple-slurmd: the -N name). */
@@ -179,11 +198,65 @@ extern void node_features_p_node_state(char **avail_modes, char **current_mode)
 	}
 }
 
+/*
+ * slurmctld only, at a node's registration under the node write lock: a
+ * node that was admitted and comes back from a reboot that onramp did not
+ * arrange (no admission reservation, no "scontrol reboot") reporting the
+ * feature inactive is drained with an onramp reason before the scheduler
+ * can give it a job. The "drained" trigger (onrampctl trigger) then admits
+ * it inside its reservation and resumes it. Slurm's own "just rebooted"
+ * test: a boot after the last response. Controller-only symbols are looked
+ * up at run time (this library is loaded by slurmd too).
+ */
+static void _fence_unplanned_reboot(int node_inx, const char *new_features,
+                                    const char *orig_features)
+{
+	static int (*drain)(char *, char *, uint32_t);
+	static bool (*in_maint)(int);
+	node_record_t *node;
+	char *reason = NULL;
+
+	if (!running_in_slurmctld() || (node_inx < 0) || (node_inx >= node_record_count))
+		return;
+	node = node_record_table_ptr[node_inx];
+	if (!node || !_has(orig_features, feature) || _has(new_features, feature))
+		return;
+	if (!node->last_response || (node->boot_time <= node->last_response) ||
+	    IS_NODE_UNKNOWN(node))
+		return; /* not a registration after a reboot */
+	if (IS_NODE_DRAIN(node) || IS_NODE_DOWN(node) || IS_NODE_MAINT(node) ||
+	    IS_NODE_REBOOT_REQUESTED(node) || IS_NODE_REBOOT_ISSUED(node))
+		return; /* onramp's own reboot, or already out of production */
+	if (!drain)
+		drain = dlsym(RTLD_DEFAULT, "drain_nodes");
+	if (!in_maint)
+		in_maint = dlsym(RTLD_DEFAULT, "is_node_in_maint_reservation");
+	if (in_maint && in_maint(node_inx))
+		return;
+	if (!drain) {
+		error("%s: node %s: rebooted outside onramp and not admitted, but drain_nodes "
+		      "is not available here; the prolog backstop must catch it",
+		      plugin_type, node->name);
+		return;
+	}
+	xstrfmtcat(reason,
+	           "onramp:REBOOT_NOT_ADMITTED: rebooted outside onramp; %s inactive "
+	           "until admitted",
+	           feature);
+	info("%s: node %s: rebooted outside onramp and not admitted; draining it before any "
+	     "job starts there",
+	     plugin_type, node->name);
+	(void)drain(node->name, reason, slurm_conf.slurm_user_id);
+	xfree(reason);
+}
+
 extern char *node_features_p_node_xlate(char *new_features, char *orig_features,
                                         char *avail_features, int node_inx)
 {
 	/* merged = new_features U (orig_features - {our feature}) */
 	char *merged = NULL;
+
+	_fence_unplanned_reboot(node_inx, new_features, orig_features);
 
 	_merge(&merged, new_features, false);
 	_merge(&merged, orig_features, true);

@@ -2,6 +2,9 @@
  *  onramp_shim.c - helpers shared by onramp's Slurm plugin shims (C).
 \*****************************************************************************/
 
+#define _GNU_SOURCE
+#include <dlfcn.h>
+
 #include <slurm/slurm.h>
 
 #include "src/common/log.h"
@@ -34,14 +37,30 @@ extern void onramp_shim_log_init(void)
 	onramp_log_set_sink(_log_sink);
 }
 
-extern onramp_ctx_t *onramp_shim_ctx_create(const char *plugin_type)
+extern onramp_ctx_t *onramp_shim_ctx_create(const char *plugin_type, int scope)
 {
 	char err[1024] = "";
 	char *path = get_extra_conf_path("onramp.conf");
-	onramp_ctx_t *ctx = onramp_ctx_create(path, plugin_type, err, sizeof(err));
+	onramp_ctx_t *ctx = onramp_ctx_create_scoped(path, plugin_type, scope, err, sizeof(err));
 
 	if (!ctx)
 		error("%s: %s", plugin_type, err);
 	xfree(path);
 	return ctx;
+}
+
+extern void onramp_shim_pin_library(void *addr)
+{
+	Dl_info info;
+	void *h;
+
+	if (!dladdr(addr, &info) || !info.dli_fname) {
+		error("onramp: cannot find the library of %p to pin it", addr);
+		return;
+	}
+	/* A reference never released, and RTLD_NODELETE: dlclose() by the
+	 * plugin loader never unmaps the code a left-behind thread runs. */
+	h = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+	if (!h)
+		error("onramp: cannot pin %s in memory: %s", info.dli_fname, dlerror());
 }

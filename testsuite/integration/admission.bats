@@ -104,18 +104,26 @@ setup() {
 	clear_profile node8
 }
 
-@test "a node that reboots without RebootProgram is stopped by the prolog, drained, then admitted again" {
-	local node=node4 job
+@test "a node that reboots without RebootProgram is fenced at registration, before any job, then admitted again" {
+	local node=node4 job admitted started
 	wait_for 60 "$node idle and admitted" admitted_idle "$node"
 	"$ONRAMP_REPO/testsuite/cluster/crash-node" "$node"
-	wait_for 60 "$node back, not admitted" eval "! node_admitted $node && [[ \$(node_state $node) == IDLE ]]"
+	# Fenced as it registers: drained with onramp's reason (the drained
+	# trigger then admits it inside its reservation).
+	wait_for 60 "$node fenced" eval "[[ \$(node_reason $node) == onramp:REBOOT_NOT_ADMITTED:* ]] || resv_exists $node"
+	run node_admitted "$node"
+	[ "$status" -ne 0 ]
 	job=$(as_user sbatch --parsable -w "$node" -o /dev/null --wrap 'echo ran on $SLURMD_NODENAME')
-	wait_for 60 "the prolog to drain $node" eval "[[ \$(node_reason $node) == onramp:PROLOG_NOT_ADMITTED:* ]]"
-	# The backstop's drain pulls the node into admission, which passes.
 	wait_for 120 "$node admitted again" admitted_idle "$node"
 	submit_wait "$job" COMPLETED 180
-	# The job did not complete before the node's new admission.
-	[ "$(job_field "$job" Restarts)" -ge 1 ]
+	# No user job ever started there before the new admission: never
+	# requeued, never caught by the prolog backstop.
+	[ "$(job_field "$job" Restarts)" -eq 0 ]
+	run grep -q "PROLOG_NOT_ADMITTED.*$node\|$node.*PROLOG_NOT_ADMITTED" "$ONRAMP_CTLD_LOG"
+	[ "$status" -ne 0 ]
+	admitted=$(date -d "$(record_field "$node" time)" +%s)
+	started=$(date -d "$(job_field "$job" StartTime)" +%s)
+	((started >= admitted))
 	[ "$(record_field "$node" boot_id)" = "$(node_boot_id "$node")" ]
 }
 

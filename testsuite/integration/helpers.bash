@@ -44,6 +44,33 @@ require_cluster() {
 	fi
 }
 
+# free_port_base N: the first of N consecutive TCP ports on which nothing
+# listens now: ONRAMP_TEST_PORT_BASE (a range given to this run) when it is
+# free, else one chosen at random above it (default 20000), so that clusters
+# and exporters of other users of the machine are avoided.
+free_port_base() {
+	local n=$1 base try p busy listening
+	listening=$(ss -Htan 2>/dev/null | awk '{ sub(/.*:/, "", $4); print $4 }' | sort -un)
+	for try in $(seq 0 200); do
+		base=${ONRAMP_TEST_PORT_BASE:-20000}
+		((try == 0)) || base=$((base + 100 + RANDOM % 20000))
+		((base + n < 65535)) || continue
+		busy=false
+		for ((p = base; p < base + n; p++)); do
+			if grep -qx "$p" <<<"$listening"; then
+				busy=true
+				break
+			fi
+		done
+		$busy || {
+			echo "$base"
+			return 0
+		}
+	done
+	echo "free_port_base: no $n free consecutive ports found" >&2
+	return 1
+}
+
 # wait_for TIMEOUT MESSAGE CMD...: run CMD every $ONRAMP_POLL_INTERVAL seconds
 # until it succeeds; after TIMEOUT seconds print "timed out ... MESSAGE" and
 # fail.

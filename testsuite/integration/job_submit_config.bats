@@ -107,7 +107,9 @@ reconfigure_expect() {
 	chmod 755 "$dir"
 	mkdir -p "$dir/etc"
 	printf 'GpuBackend=sim\nNcclBusBwFraction=lots\n' >"$dir/etc/onramp.conf"
-	run env ONRAMP_CTLD_PORT=16857 ONRAMP_SLURMD_PORT_BASE=17400 ONRAMP_START_TIMEOUT=15 \
+	local base
+	base=$(free_port_base 8)
+	run env ONRAMP_CTLD_PORT="$base" ONRAMP_SLURMD_PORT_BASE="$((base + 2))" ONRAMP_START_TIMEOUT=15 \
 		"$ONRAMP_CLUSTER_TOOL" start --dir "$dir" --nodes 2 --racks 1 --onramp no
 	"$ONRAMP_CLUSTER_TOOL" stop --dir "$dir" >/dev/null 2>&1 || true
 	[ "$status" -ne 0 ]

@@ -11,9 +11,9 @@ load admission_helpers
 METRICS=$ONRAMP_REPO/contrib/tools/onramp-metrics
 RULES=$ONRAMP_REPO/contrib/prometheus
 TRAINER=$ONRAMP_REPO/contrib/examples/onramp-trainer
-# Loopback ports of the exporters and Prometheus (several clusters may share
-# the machine: give each its own base).
-PORT_BASE=${ONRAMP_TEST_PORT_BASE:-19800}
+# Loopback ports of the exporters and Prometheus: a free range picked per
+# file (another exporter on the machine must not fail the suite).
+PORT_BASE=$(free_port_base 100)
 
 setup() {
 	require_cluster

@@ -78,7 +78,9 @@ job_nodes() {
 	dir=$(mktemp -d /tmp/onramp-treecmp.XXXXXX)
 	chmod 755 "$dir"
 	echo "$dir" >"$BATS_TEST_TMPDIR/second-cluster"
-	env ONRAMP_CTLD_PORT=16897 ONRAMP_SLURMD_PORT_BASE=17900 \
+	local base
+	base=$(free_port_base 12)
+	env ONRAMP_CTLD_PORT="$base" ONRAMP_SLURMD_PORT_BASE="$((base + 2))" \
 		"$ONRAMP_CLUSTER_TOOL" start --dir "$dir" --nodes 8 --racks 4 --onramp no \
 		--job-submit none --topology-plugin topology/tree >/dev/null
 	cmp "$dir/etc/topology.conf" "$ETC/topology.conf"

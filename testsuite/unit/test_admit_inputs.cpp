@@ -178,8 +178,9 @@ static void every_config_key_is_documented(void **)
 {
 	std::string man = slurp(src_path("doc/man/onramp.conf.5"));
 	assert_false(man.empty());
+	// Each key its own paragraph (.TP), never run into the one before.
 	for (const auto &k : config_schema())
-		assert_contains(man, (std::string(".BI ") + k.name + "=").c_str());
+		assert_contains(man, (std::string(".TP\n.BI ") + k.name + "=").c_str());
 	std::string admit = slurp(src_path("doc/man/onramp-admit.8"));
 	for (const char *code : {"NO_GPU",
 	                         "GPU_COUNT",

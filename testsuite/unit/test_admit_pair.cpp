@@ -4,8 +4,13 @@
 // bad-peer profile.
 #include "unit.hpp"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
 
 #include "admit/admission.hpp"
@@ -187,6 +192,164 @@ static void pair_launch_runs_argv_not_a_shell(void **)
 	assert_int_not_equal(access((dir + "/pwned").c_str(), F_OK), 0);
 }
 
+// A TCP port on 127.0.0.1 that was free a moment ago.
+static int free_port()
+{
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = {};
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(s, reinterpret_cast<struct sockaddr *>(&a), sizeof a), 0);
+	socklen_t len = sizeof a;
+	getsockname(s, reinterpret_cast<struct sockaddr *>(&a), &len);
+	close(s);
+	return ntohs(a.sin_port);
+}
+
+// A stranger's raw connection to 127.0.0.1:port (retried while the server
+// starts); -1 when none.
+static int raw_connect(int port)
+{
+	for (int i = 0; i < 100; i++) {
+		int s = socket(AF_INET, SOCK_STREAM, 0);
+		struct sockaddr_in a = {};
+		a.sin_family = AF_INET;
+		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		a.sin_port = htons(static_cast<uint16_t>(port));
+		if (connect(s, reinterpret_cast<struct sockaddr *>(&a), sizeof a) == 0)
+			return s;
+		close(s);
+		usleep(20000);
+	}
+	return -1;
+}
+
+// Everything the server sends a stranger who writes junk: never the id.
+static std::string drain(int s, const std::string &junk)
+{
+	std::string got;
+	if (!junk.empty() && write(s, junk.data(), junk.size()) < 0)
+		return got;
+	char buf[4096];
+	struct pollfd pfd = {s, POLLIN, 0};
+	while (poll(&pfd, 1, 5000) > 0) {
+		ssize_t n = read(s, buf, sizeof buf);
+		if (n <= 0)
+			break;
+		got.append(buf, static_cast<size_t>(n));
+	}
+	return got;
+}
+
+static void rendezvous_gives_the_id_only_to_the_holder_of_the_secret(void **)
+{
+	int port = free_port();
+	std::string secret = new_pair_secret(), id;
+	assert_int_equal(secret.size(), 64);
+	assert_string_not_equal(secret.c_str(), new_pair_secret().c_str());
+	for (int i = 0; i < 128; i++)
+		id += static_cast<char>('A' + i % 26);
+	Status served = Status::Error("not run");
+	std::thread server([&] { served = pair_serve_id("127.0.0.1", port, secret, id, 30); });
+	// A stranger connects first and says nothing: it holds the server for
+	// at most the handshake time, never for good.
+	int silent = raw_connect(port);
+	assert_true(silent >= 0);
+	// A second stranger answers the challenge with junk.
+	int junk = raw_connect(port);
+	assert_true(junk >= 0);
+	// One with the wrong secret is refused and gets nothing.
+	auto wrong = pair_fetch_id("127.0.0.1", port, std::string(64, '0'), 3);
+	assert_false(wrong.ok());
+	// The real peer gets the id, though strangers came first.
+	auto real = pair_fetch_id("127.0.0.1", port, secret, 20);
+	server.join();
+	assert_true(served.ok());
+	assert_true(real.ok());
+	assert_true(real.value() == id);
+	std::string seen = drain(junk, std::string(64, 'x')) + drain(silent, "");
+	assert_true(seen.find(id.substr(0, 16)) == std::string::npos);
+	close(silent);
+	close(junk);
+}
+
+static void a_server_without_the_secret_hands_out_nothing(void **)
+{
+	// A stranger took the port first and plays the protocol without the
+	// secret: the peer takes no id from it.
+	int port = free_port();
+	int ls = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = {};
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	a.sin_port = htons(static_cast<uint16_t>(port));
+	assert_int_equal(bind(ls, reinterpret_cast<struct sockaddr *>(&a), sizeof a), 0);
+	assert_int_equal(listen(ls, 4), 0);
+	std::thread rogue([&] {
+		int c = accept(ls, nullptr, nullptr);
+		if (c < 0)
+			return;
+		std::string hello = "ORP1" + std::string(32, 'n');
+		char buf[64];
+		if (write(c, hello.data(), hello.size()) > 0 && read(c, buf, sizeof buf) > 0) {
+			std::string answer(32 + 128, 'j');
+			(void)!write(c, answer.data(), answer.size());
+		}
+		close(c);
+	});
+	auto got = pair_fetch_id("127.0.0.1", port, new_pair_secret(), 1);
+	rogue.join();
+	close(ls);
+	assert_false(got.ok());
+	assert_contains(got.status().message(), "does not hold the attempt's secret");
+	// A server and a peer with different secrets never agree.
+	std::string id(128, 'Z');
+	Status served = Status::Error("not run");
+	port = free_port();
+	std::thread other(
+	    [&] { served = pair_serve_id("127.0.0.1", port, new_pair_secret(), id, 3); });
+	assert_false(pair_fetch_id("127.0.0.1", port, new_pair_secret(), 2).ok());
+	other.join();
+	assert_false(served.ok());
+	// No secret, no rendezvous.
+	assert_false(pair_serve_id("127.0.0.1", port, "", id, 1).ok());
+	assert_false(pair_fetch_id("127.0.0.1", port, "", 1).ok());
+}
+
+static void pair_launch_runs_words_without_a_shell_and_passes_the_secret(void **)
+{
+	std::string dir = unit_tmpdir();
+	// The launch command records the words it was given and prints rank
+	// 0's line with the length of the secret it found in its environment.
+	put(dir + "/launch.sh",
+	    "#!/bin/sh\nprintf '%s\\n' \"$@\" >" + dir +
+	        "/args\nprintf %s \"$ONRAMP_PAIR_SECRET\" >" + dir +
+	        "/secret\necho '{\"rank\":1,\"measured\":true,\"busbw_gbs\":1}'\n"
+	        "echo \"{\\\"rank\\\":0,\\\"measured\\\":true,"
+	        "\\\"busbw_gbs\\\":${#ONRAMP_PAIR_SECRET}}\"\n");
+	chmod((dir + "/launch.sh").c_str(), 0755);
+	AdmitFixture fx("sim", "PairLaunchCommand=\"" + dir + "/launch.sh --peer=%p x%ny\"\n");
+	std::string hostile = "p1;touch " + dir + "/pwned";
+	auto obs = run_pair_launch(fx.config(), "n1", hostile);
+	assert_true(obs.ok());
+	assert_true(obs->measured);
+	assert_true(obs->busbw_gbs == 64); // a 64-digit secret reached the launch
+	std::string words = slurp(dir + "/args");
+	assert_contains(words, ("--peer=" + hostile + "\nxn1y\n").c_str());
+	assert_contains(words,
+	                ("\npair-rank\n--conf\n" + fx.conf + "\n--rendezvous\nn1:29517\n").c_str());
+	assert_true(access((dir + "/pwned").c_str(), F_OK) != 0);
+	// The secret is on no command line.
+	std::string secret = slurp(dir + "/secret");
+	assert_int_equal(secret.size(), 64);
+	assert_true(words.find(secret) == std::string::npos);
+	// A launch command that cannot be split is named with its key and line.
+	AdmitFixture bad("sim", "PairLaunchCommand=\"srun 'unterminated\"\n");
+	auto e = run_pair_launch(bad.config(), "n1", "p1");
+	assert_false(e.ok());
+	assert_contains(e.status().message(), "PairLaunchCommand (");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -196,6 +359,9 @@ int main(void)
 	    cmocka_unit_test(sim_pairs_use_the_slower_profile),
 	    cmocka_unit_test(cli_pair_exit_codes_and_record),
 	    cmocka_unit_test(pair_launch_runs_argv_not_a_shell),
+	    cmocka_unit_test(rendezvous_gives_the_id_only_to_the_holder_of_the_secret),
+	    cmocka_unit_test(a_server_without_the_secret_hands_out_nothing),
+	    cmocka_unit_test(pair_launch_runs_words_without_a_shell_and_passes_the_secret),
 	};
 	return cmocka_run_group_tests_name("admit_pair", tests, NULL, NULL);
 }

@@ -231,6 +231,27 @@ static void cli_records_pass_and_fail(void **)
 	assert_true(access(fx.record("quiet").c_str(), F_OK) != 0);
 }
 
+static void a_partial_run_never_records_a_pass(void **)
+{
+	AdmitFixture fx;
+	fx.profile("part", "healthy");
+	fx.boot("part", "boot-1");
+	Run r = run_admit("--conf " + fx.conf + " --node part --checks inventory --record");
+	assert_int_equal(r.rc, 2);
+	assert_contains(r.err, "a partial run");
+	assert_true(access(fx.record("part").c_str(), F_OK) != 0);
+	std::string why;
+	assert_int_equal(judge(fx.config(), "part", &why), Judgement::NotAdmitted);
+	// A partial run that fails still records its FAIL.
+	fx.profile("bad", "low-nccl");
+	fx.boot("bad", "boot-2");
+	r = run_admit("--conf " + fx.conf + " --node bad --checks nccl_allreduce --record");
+	assert_int_equal(r.rc, 1);
+	auto rec = read_record(fx.record("bad"));
+	assert_true(rec.ok());
+	assert_string_equal(rec->status.c_str(), "FAIL");
+}
+
 static void real_backend_here_is_no_gpu(void **)
 {
 	AdmitFixture fx("real", "SysfsRoot=" + unit_tmpdir() + "\n");
@@ -256,6 +277,7 @@ int main(void)
 	    cmocka_unit_test(hang_times_out_and_leaves_nothing),
 	    cmocka_unit_test(runner_reports_crashes_and_keeps_stdout_clean),
 	    cmocka_unit_test(cli_records_pass_and_fail),
+	    cmocka_unit_test(a_partial_run_never_records_a_pass),
 	    cmocka_unit_test(real_backend_here_is_no_gpu),
 	};
 	return cmocka_run_group_tests_name("admit_sim", tests, NULL, NULL);

@@ -2,6 +2,7 @@
 #include "unit.hpp"
 
 #include "config.hpp"
+#include "log.hpp"
 
 using onramp::Config;
 
@@ -142,6 +143,26 @@ static void no_file_and_no_block_is_not_findable(void **)
 	assert_true(Config::findable(dir + "/onramp.conf"));
 }
 
+static std::string g_logged;
+static void capture(int, const char *msg)
+{
+	g_logged = msg;
+}
+
+static void a_hostile_file_never_breaks_a_log_line(void **)
+{
+	// A binary onramp.conf: the error quotes its bytes, the log line stays
+	// one line of printable text (valid UTF-8 kept).
+	auto c =
+	    Config::parse(std::string("\x01\xff\nGpu\xc3\xa9=x\x1b[2J\n", 14), "/etc/onramp.conf");
+	assert_false(c.ok());
+	onramp_log_set_sink(capture);
+	onramp::log_error("%s", c.status().message().c_str());
+	onramp::log_error("%s", "a\nb\x01\xff\xc3\xa9\xe2\x82");
+	onramp_log_set_sink(nullptr);
+	assert_string_equal(g_logged.c_str(), "a\\x0ab\\x01\\xff\xc3\xa9\\xe2\\x82");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -155,6 +176,7 @@ int main(void)
 	    cmocka_unit_test(embedded_block_errors_name_plugstack_conf_and_its_line),
 	    cmocka_unit_test(onramp_conf_wins_over_the_embedded_block),
 	    cmocka_unit_test(no_file_and_no_block_is_not_findable),
+	    cmocka_unit_test(a_hostile_file_never_breaks_a_log_line),
 	};
 	return cmocka_run_group_tests_name("config", tests, NULL, NULL);
 }

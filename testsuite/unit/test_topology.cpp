@@ -4,9 +4,17 @@
 #include "unit.hpp"
 
 #include <chrono>
+#include <cstring>
+#include <functional>
 #include <set>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "atomic_file.hpp"
+#include "onramp.h"
 
 #include "config.hpp"
+#include "log.hpp"
 #include "rewire/topology.hpp"
 #include "rewire/window.hpp"
 #include "submit.hpp"
@@ -233,6 +241,35 @@ static void plan_validation(void **)
 }
 
 // A generated 25,000-node / 800-leaf / 32-spine fabric.
+static void a_long_plan_history_validates_in_linear_time(void **)
+{
+	// 50,000 finished windows and one planned: validated under slurmctld's
+	// config lock at every reconfigure, so never quadratic (which took
+	// seconds at 20,000 and left the controller unresponsive).
+	TopologyConf topo = topo4();
+	std::string ws;
+	for (int i = 0; i < 50000; i++)
+		ws += strprintf("{\"id\": \"old%d\", \"start\": \"2020-01-01T00:00:00Z\", "
+		                "\"end\": \"2020-01-02T00:00:00Z\", \"leaves\": [\"leaf%d\"], "
+		                "\"state\": \"done\"},",
+		                i, i % 4 + 1);
+	ws += R"({"id": "next", "start": "2026-12-01T10:00:00Z", "end": "2026-12-01T12:00:00Z",
+ "leaves": ["leaf1"]})";
+	auto t0 = std::chrono::steady_clock::now();
+	auto p = plan_parse(plan_json(ws), "plan.json", topo, nullptr);
+	double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+	assert_true(p.ok());
+	assert_int_equal(p->windows.size(), 50001);
+	print_message("50,001 windows validated in %.3f s\n", secs);
+	assert_true(secs < 5);
+	// A repeated id at the end is still found.
+	auto r = plan_parse(plan_json(ws + R"(, {"id": "old7", "start": "2020-01-01T00:00:00Z",
+ "end": "2020-01-02T00:00:00Z", "leaves": ["leaf1"], "state": "done"})"),
+	                    "plan.json", topo, nullptr);
+	assert_false(r.ok());
+	assert_contains(r.status().message(), "window 'old7': id repeated");
+}
+
 static void large_topology(void **)
 {
 	std::string text;
@@ -337,6 +374,176 @@ static void switches_defaults(void **)
 	assert_false(d.req_switch.has_value());
 }
 
+// A cluster directory: topology.conf, onramp.conf naming plan.json, and a
+// plan with window w1 active (leaf2 cut).
+struct PlanDir {
+	std::string dir, conf, topo, plan;
+	std::vector<std::string> names = nodes8();
+	std::vector<const char *> cnames;
+	PlanDir() : dir(unit_tmpdir())
+	{
+		conf = dir + "/onramp.conf";
+		topo = dir + "/topology.conf";
+		plan = dir + "/plan.json";
+		assert_true(write_file_atomic(topo, kTopo).ok());
+		assert_true(write_file_atomic(conf, "\n\nRewirePlan=" + plan + "\n").ok());
+		good_plan();
+		for (const auto &n : names)
+			cnames.push_back(n.c_str());
+	}
+	void good_plan()
+	{
+		unlink(plan.c_str());
+		rmdir(plan.c_str());
+		assert_true(write_file_atomic(plan, plan_json(R"({"id": "w1",
+ "start": "2026-12-01T10:00:00Z", "end": "2026-12-01T12:00:00Z", "leaves": ["leaf2"],
+ "state": "active"})"))
+		                .ok());
+	}
+	// Build with what is in force; returns whether a table came back and
+	// its window flag, the message in msg.
+	onramp_topo_t *build(int previous, std::string *msg)
+	{
+		char buf[1024] = "";
+		auto t0 = std::chrono::steady_clock::now();
+		onramp_topo_t *t = onramp_topo_build(conf.c_str(), topo.c_str(), cnames.data(), 8,
+		                                     previous, buf, sizeof buf);
+		// Never blocked by what stands in place of a file.
+		assert_true(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(2));
+		*msg = buf;
+		return t;
+	}
+};
+
+static void an_unusable_plan_never_drops_the_window_in_force(void **)
+{
+	PlanDir d;
+	std::string msg;
+	onramp_topo_t *t = d.build(0, &msg);
+	assert_non_null(t);
+	assert_true(onramp_topo_window_active(t));
+	onramp_topo_free(t);
+	const int in_force = ONRAMP_TOPO_PREVIOUS | ONRAMP_TOPO_PREVIOUS_WINDOW;
+	struct {
+		const char *what;
+		std::function<void()> make;
+		const char *want;
+	} cases[] = {
+	    {"missing", [&] { unlink(d.plan.c_str()); }, "missing while a rewire window"},
+	    {"symlink loop",
+	     [&] {
+		     unlink(d.plan.c_str());
+		     assert_int_equal(symlink(d.plan.c_str(), d.plan.c_str()), 0);
+	     },
+	     "RewirePlan ("},
+	    {"FIFO",
+	     [&] {
+		     unlink(d.plan.c_str());
+		     assert_int_equal(mkfifo(d.plan.c_str(), 0600), 0);
+	     },
+	     "not a regular file"},
+	    {"directory",
+	     [&] {
+		     unlink(d.plan.c_str());
+		     assert_int_equal(mkdir(d.plan.c_str(), 0700), 0);
+	     },
+	     "not a regular file"},
+	    {"truncated",
+	     [&] { assert_true(write_file_atomic(d.plan, "{\"windows\": [{\"id\"").ok()); },
+	     "plan.json"},
+	    {"binary",
+	     [&] { assert_true(write_file_atomic(d.plan, std::string("\x7f\0\xff\x01", 4)).ok()); },
+	     "plan.json"},
+	    {"huge line",
+	     [&] { assert_true(write_file_atomic(d.plan, std::string(17u << 20, '[')).ok()); },
+	     "larger than"},
+	};
+	for (auto &c : cases) {
+		d.good_plan();
+		c.make();
+		t = d.build(in_force, &msg);
+		if (t)
+			fail_msg("%s plan: a new table replaced the window in force", c.what);
+		assert_contains(msg, c.want);
+		assert_contains(msg, "keeping the switch table in force");
+	}
+	// onramp.conf gone or unreadable while the window is in force: kept too.
+	d.good_plan();
+	unlink(d.conf.c_str());
+	assert_null(d.build(in_force, &msg));
+	assert_contains(msg, "missing while a rewire window");
+	assert_int_equal(symlink(d.conf.c_str(), d.conf.c_str()), 0);
+	assert_null(d.build(ONRAMP_TOPO_PREVIOUS, &msg));
+	unlink(d.conf.c_str());
+	assert_int_equal(mkfifo(d.conf.c_str(), 0600), 0);
+	assert_null(d.build(ONRAMP_TOPO_PREVIOUS, &msg));
+	assert_contains(msg, "not a regular file");
+	// Without a window in force, a plan that does not exist is no window.
+	unlink(d.conf.c_str());
+	assert_true(write_file_atomic(d.conf, "RewirePlan=" + d.plan + "\n").ok());
+	unlink(d.plan.c_str());
+	t = d.build(ONRAMP_TOPO_PREVIOUS, &msg);
+	assert_non_null(t);
+	assert_false(onramp_topo_window_active(t));
+	onramp_topo_free(t);
+}
+
+static void job_submit_starts_with_a_bad_plan_and_keeps_the_last_good_one(void **)
+{
+	PlanDir d;
+	char err[512] = "", val[64] = "";
+	setenv("ONRAMP_TOPOLOGY_CONF", d.topo.c_str(), 1);
+	// A bad plan at the first load: loaded, no window, logged (never fatal).
+	assert_true(write_file_atomic(d.plan, "{").ok());
+	onramp_ctx_t *ctx = onramp_ctx_create(d.conf.c_str(), "test", err, sizeof err);
+	assert_non_null(ctx);
+	// A good one is taken at reload; then a plan gone or unusable is not.
+	d.good_plan();
+	assert_int_equal(onramp_ctx_reload(ctx), 0);
+	unlink(d.plan.c_str());
+	assert_int_equal(onramp_ctx_reload(ctx), -1);
+	assert_int_equal(mkfifo(d.plan.c_str(), 0600), 0);
+	assert_int_equal(onramp_ctx_reload(ctx), -1);
+	onramp_ctx_destroy(ctx);
+	// onramp.conf itself a FIFO: refused at once, naming it.
+	unlink(d.conf.c_str());
+	assert_int_equal(mkfifo(d.conf.c_str(), 0600), 0);
+	assert_null(onramp_ctx_create(d.conf.c_str(), "test", err, sizeof err));
+	assert_non_null(strstr(err, "not a regular file"));
+	// A config-only context (node_features) ignores the plan and the
+	// migration settings altogether.
+	unlink(d.conf.c_str());
+	assert_true(write_file_atomic(d.conf, "AdmittedFeature=gpu_ok\nRewirePlan=" + d.plan +
+	                                          "\nMigrateSignal=USR2@bad\n")
+	                .ok());
+	assert_true(write_file_atomic(d.plan, "{").ok());
+	ctx =
+	    onramp_ctx_create_scoped(d.conf.c_str(), "test", ONRAMP_SCOPE_CONFIG, err, sizeof err);
+	assert_non_null(ctx);
+	assert_int_equal(onramp_ctx_get(ctx, "AdmittedFeature", val, sizeof val), 0);
+	assert_string_equal(val, "gpu_ok");
+	onramp_ctx_destroy(ctx);
+	unsetenv("ONRAMP_TOPOLOGY_CONF");
+}
+
+static void a_refused_onramp_conf_still_names_its_feature(void **)
+{
+	std::string dir = unit_tmpdir(), conf = dir + "/onramp.conf";
+	char val[64] = "";
+	assert_true(
+	    write_file_atomic(conf, "Bogus=1 AdmittedFeature=gpu_ok\nCheckTimeout=-5\n").ok());
+	assert_int_equal(onramp_conf_peek(conf.c_str(), "admittedfeature", val, sizeof val), 0);
+	assert_string_equal(val, "gpu_ok");
+	assert_true(write_file_atomic(conf, "CheckTimeout=-5\n").ok());
+	assert_int_equal(onramp_conf_peek(conf.c_str(), "AdmittedFeature", val, sizeof val), 1);
+	assert_string_equal(val, "onramp_ok");
+	assert_true(write_file_atomic(conf, "AdmittedFeature=bad,feature\n").ok());
+	assert_int_equal(onramp_conf_peek(conf.c_str(), "AdmittedFeature", val, sizeof val), -1);
+	unlink(conf.c_str());
+	assert_int_equal(mkfifo(conf.c_str(), 0600), 0);
+	assert_int_equal(onramp_conf_peek(conf.c_str(), "AdmittedFeature", val, sizeof val), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -346,8 +553,12 @@ int main(void)
 	    cmocka_unit_test(cut_rule),
 	    cmocka_unit_test(fabric_errors_name_file_and_field),
 	    cmocka_unit_test(plan_validation),
+	    cmocka_unit_test(a_long_plan_history_validates_in_linear_time),
 	    cmocka_unit_test(large_topology),
 	    cmocka_unit_test(switches_defaults),
+	    cmocka_unit_test(an_unusable_plan_never_drops_the_window_in_force),
+	    cmocka_unit_test(job_submit_starts_with_a_bad_plan_and_keeps_the_last_good_one),
+	    cmocka_unit_test(a_refused_onramp_conf_still_names_its_feature),
 	};
 	return cmocka_run_group_tests_name("topology", tests, NULL, NULL);
 }

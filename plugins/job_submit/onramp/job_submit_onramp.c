@@ -8,6 +8,7 @@
  *  controller on that path. The reload happens in a watcher thread.
 \*****************************************************************************/
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -21,7 +22,6 @@
 #include "src/common/env.h"
 #include "src/common/xmalloc.h"
 #include "src/common/xstring.h"
-#include "src/slurmctld/locks.h"
 #include "src/slurmctld/slurmctld.h"
 
 #include "onramp_shim.h"
@@ -31,26 +31,37 @@ const char plugin_type[] = "job_submit/onramp";
 const uint32_t plugin_version = SLURM_VERSION_NUMBER;
 
 static onramp_ctx_t *ctx = NULL;
-static pthread_t watch_tid;
-static bool watch_running = false;
-static bool watch_stop = false;
-static pthread_mutex_t watch_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t watch_cond = PTHREAD_COND_INITIALIZER;
 
-/* slurm_conf's last update, and where to acknowledge what is in force:
- * <StateSaveLocation>/onramp_job_submit.loaded (slurmctld can write there;
- * onrampctl reads it). */
-static time_t _conf_update_time(char *ack, size_t acklen)
+/*
+ * The configuration watcher's own state. Everything the thread touches is
+ * here, so that a watcher fini() had to leave behind (see _watch_stop) never
+ * sees the state of a later init().
+ */
+typedef struct {
+	onramp_ctx_t *ctx;
+	/* <StateSaveLocation>/onramp_job_submit.loaded (slurmctld can write
+	 * there; onrampctl reads it); "" when unknown. */
+	char ack[4096];
+	pthread_t tid;
+	pthread_mutex_t mu;
+	pthread_cond_t cond;
+	bool stop, done; /* under mu */
+} watcher_t;
+
+static watcher_t *watcher = NULL;
+
+/* How long fini() waits for the watcher before leaving it behind. */
+#define WATCH_STOP_WAIT_S 5
+
+/*
+ * slurm_conf's last update, read without slurmctld's locks: the watcher must
+ * never wait on a lock that a reconfigure holding the config write lock
+ * would need it to give up (fini() runs under that lock). A word-sized
+ * relaxed load: a stale value only delays a reload by a second.
+ */
+static time_t _conf_update_time(void)
 {
-	slurmctld_lock_t lock = {.conf = READ_LOCK};
-	time_t t;
-
-	lock_slurmctld(lock);
-	t = slurm_conf.last_update;
-	snprintf(ack, acklen, "%s/onramp_job_submit.loaded",
-	         slurm_conf.state_save_location ? slurm_conf.state_save_location : "");
-	unlock_slurmctld(lock);
-	return t;
+	return __atomic_load_n(&slurm_conf.last_update, __ATOMIC_RELAXED);
 }
 
 /*
@@ -60,71 +71,124 @@ static time_t _conf_update_time(char *ack, size_t acklen)
  * or topology.conf is read within a second, reconfigure or not (a bad file
  * is logged and the last good state kept, as at reconfigure). Each (re)load
  * is acknowledged in a file with the stamps of the files it read, so that
- * onrampctl knows when a plan it wrote is in force.
+ * onrampctl knows when a plan it wrote is in force. Takes no Slurm lock:
+ * it only swaps libonramp's state, under libonramp's own mutex.
  */
 static void *_watch(void *arg)
 {
-	char stamp[4096], now_stamp[4096], ack[4096];
-	time_t seen = _conf_update_time(ack, sizeof(ack));
+	watcher_t *w = arg;
+	char stamp[4096], now_stamp[4096];
+	time_t seen = _conf_update_time();
 
-	onramp_ctx_stamp(ctx, stamp, sizeof(stamp));
-	if (ack[0] != '/')
-		ack[0] = '\0';
-	else
-		(void)onramp_ctx_ack(ctx, ack, stamp);
-	slurm_mutex_lock(&watch_mu);
-	while (!watch_stop) {
+	onramp_ctx_stamp(w->ctx, stamp, sizeof(stamp));
+	if (w->ack[0])
+		(void)onramp_ctx_ack(w->ctx, w->ack, stamp);
+	slurm_mutex_lock(&w->mu);
+	while (!w->stop) {
 		struct timespec ts;
 		time_t now;
 
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_sec += 1;
-		pthread_cond_timedwait(&watch_cond, &watch_mu, &ts);
-		if (watch_stop)
+		pthread_cond_timedwait(&w->cond, &w->mu, &ts);
+		if (w->stop)
 			break;
-		slurm_mutex_unlock(&watch_mu);
-		now = _conf_update_time(ack, sizeof(ack));
-		onramp_ctx_stamp(ctx, now_stamp, sizeof(now_stamp));
+		slurm_mutex_unlock(&w->mu);
+		now = _conf_update_time();
+		onramp_ctx_stamp(w->ctx, now_stamp, sizeof(now_stamp));
 		if ((now != seen) || strcmp(now_stamp, stamp)) {
 			seen = now;
 			strlcpy(stamp, now_stamp, sizeof(stamp));
-			(void)onramp_ctx_reload(ctx);
-			if (ack[0] == '/')
-				(void)onramp_ctx_ack(ctx, ack, stamp);
+			(void)onramp_ctx_reload(w->ctx);
+			if (w->ack[0])
+				(void)onramp_ctx_ack(w->ctx, w->ack, stamp);
 		}
-		slurm_mutex_lock(&watch_mu);
+		slurm_mutex_lock(&w->mu);
 	}
-	slurm_mutex_unlock(&watch_mu);
+	w->done = true;
+	slurm_cond_broadcast(&w->cond);
+	slurm_mutex_unlock(&w->mu);
 	return NULL;
+}
+
+static void _watch_start(void)
+{
+	watcher_t *w = xmalloc(sizeof(*w));
+
+	w->ctx = ctx;
+	/* init() runs at startup or under the reconfigure's config write
+	 * lock: slurm_conf is stable here. */
+	if (slurm_conf.state_save_location && (slurm_conf.state_save_location[0] == '/'))
+		snprintf(w->ack, sizeof(w->ack), "%s/onramp_job_submit.loaded",
+		         slurm_conf.state_save_location);
+	slurm_mutex_init(&w->mu);
+	slurm_cond_init(&w->cond, NULL);
+	if (pthread_create(&w->tid, NULL, _watch, w) == 0) {
+		watcher = w;
+		return;
+	}
+	error("%s: cannot start the configuration watcher; onramp.conf is read at startup only",
+	      plugin_type);
+	slurm_mutex_destroy(&w->mu);
+	slurm_cond_destroy(&w->cond);
+	xfree(w);
+}
+
+/*
+ * Stop the watcher, waiting at most WATCH_STOP_WAIT_S: fini() may run under
+ * the reconfigure's config write lock, so it never waits without bound. A
+ * watcher that does not stop in time (stuck in file I/O) is left behind
+ * with its state and context, and this library is pinned in memory so that
+ * the code it runs is never unmapped under it. Returns whether it stopped.
+ */
+static bool _watch_stop(watcher_t *w)
+{
+	struct timespec ts;
+	bool done;
+
+	slurm_mutex_lock(&w->mu);
+	w->stop = true;
+	slurm_cond_broadcast(&w->cond);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += WATCH_STOP_WAIT_S;
+	while (!w->done)
+		if (pthread_cond_timedwait(&w->cond, &w->mu, &ts) == ETIMEDOUT)
+			break;
+	done = w->done;
+	slurm_mutex_unlock(&w->mu);
+	if (!done) {
+		error("%s: the configuration watcher did not stop within %ds; leaving it behind",
+		      plugin_type, WATCH_STOP_WAIT_S);
+		(void)pthread_detach(w->tid);
+		onramp_shim_pin_library((void *)_watch);
+		return false;
+	}
+	pthread_join(w->tid, NULL);
+	slurm_mutex_destroy(&w->mu);
+	slurm_cond_destroy(&w->cond);
+	xfree(w);
+	return true;
 }
 
 extern int init(void)
 {
 	onramp_shim_log_init();
-	ctx = onramp_shim_ctx_create(plugin_type);
+	ctx = onramp_shim_ctx_create(plugin_type, ONRAMP_SCOPE_POLICY);
 	if (!ctx)
 		return SLURM_ERROR;
-	watch_stop = false;
-	if (pthread_create(&watch_tid, NULL, _watch, NULL) == 0)
-		watch_running = true;
-	else
-		error("%s: cannot start the configuration watcher; onramp.conf is read at startup "
-		      "only",
-		      plugin_type);
+	_watch_start();
 	return SLURM_SUCCESS;
 }
 
 extern int fini(void)
 {
-	if (watch_running) {
-		slurm_mutex_lock(&watch_mu);
-		watch_stop = true;
-		slurm_cond_signal(&watch_cond);
-		slurm_mutex_unlock(&watch_mu);
-		pthread_join(watch_tid, NULL);
-		watch_running = false;
-	}
-	onramp_ctx_destroy(ctx);
+	bool stopped = true;
+
+	if (watcher)
+		stopped = _watch_stop(watcher);
+	watcher = NULL;
+	if (stopped)
+		onramp_ctx_destroy(ctx);
 	ctx = NULL;
 	onramp_log_set_sink(NULL);
 	return SLURM_SUCCESS;

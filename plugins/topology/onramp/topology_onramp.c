@@ -8,8 +8,9 @@
  *  file only copies that list into switch_record_table. With no active
  *  window the table is the one topology/tree builds.
  *
- *  Never fatal: when libonramp refuses a new table (bad topology.conf, or a
- *  bad plan while a table is in force) the previous table stays and the
+ *  Never fatal: when libonramp refuses a new table (bad topology.conf, a
+ *  bad or unreadable plan or onramp.conf while a table is in force, or the
+ *  plan gone while a window is active) the previous table stays and the
  *  reason is logged.
 \*****************************************************************************/
 
@@ -35,6 +36,7 @@ const char plugin_type[] = "topology/onramp";
 const uint32_t plugin_version = SLURM_VERSION_NUMBER;
 
 static bool have_table = false;
+static bool have_window = false; /* the table in force has an active window */
 
 extern int init(void)
 {
@@ -64,6 +66,7 @@ extern int fini(void)
 	switch_record_cnt = 0;
 	switch_levels = 0;
 	have_table = false;
+	have_window = false;
 	onramp_log_set_sink(NULL);
 	return SLURM_SUCCESS;
 }
@@ -124,7 +127,10 @@ extern int topo_build_config(void)
 		names[i] = node_record_table_ptr[i] ? node_record_table_ptr[i]->name : NULL;
 	conf = get_extra_conf_path("onramp.conf");
 	topo = get_extra_conf_path("topology.conf");
-	t = onramp_topo_build(conf, topo, names, node_record_count, have_table, msg, sizeof(msg));
+	t = onramp_topo_build(conf, topo, names, node_record_count,
+	                      (have_table ? ONRAMP_TOPO_PREVIOUS : 0) |
+	                          (have_window ? ONRAMP_TOPO_PREVIOUS_WINDOW : 0),
+	                      msg, sizeof(msg));
 	xfree(names);
 	xfree(conf);
 	xfree(topo);
@@ -140,6 +146,7 @@ extern int topo_build_config(void)
 	switch_record_cnt = cnt;
 	switch_levels = onramp_topo_levels(t);
 	have_table = true;
+	have_window = onramp_topo_window_active(t);
 	if (!onramp_topo_have_root(t) && running_in_daemon())
 		info("TOPOLOGY: warning -- no switch can reach all nodes through its descendants. "
 		     "If this is not intentional, fix the topology.conf file.");

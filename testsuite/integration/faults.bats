@@ -1,0 +1,49 @@
+#!/usr/bin/env bats
+# onramp-cluster: --nodes 8 --racks 4 --topology-plugin topology/onramp
+# A short seeded subset of bench/fault-campaign: onramp's admission and
+# rewire flows killed with SIGKILL at a random point, slurmctld restarted
+# mid-flow; run again, every flow ends with every node admitted and idle,
+# no onramp drain or reservation left and no window active.
+
+load helpers
+load admission_helpers
+
+setup() {
+	require_cluster
+	if [[ $(scontrol show config | sed -n 's/^TopologyPlugin *= *//p') != topology/onramp ]]; then
+		skip "cluster not started with --topology-plugin topology/onramp"
+	fi
+	cp -p "$ONRAMP_CLUSTER_DIR/etc/onramp.conf" "$BATS_TEST_TMPDIR/onramp.conf.orig"
+}
+
+teardown() {
+	[[ -f $BATS_TEST_TMPDIR/onramp.conf.orig ]] || return 0
+	cp -p "$BATS_TEST_TMPDIR/onramp.conf.orig" "$ONRAMP_CLUSTER_DIR/etc/onramp.conf"
+	timeout 30 scontrol reconfigure >/dev/null 2>&1 || true
+}
+
+@test "3 seeded faults in admission and rewire flows leave nothing behind" {
+	run timeout 600 "$ONRAMP_REPO/bench/fault-campaign" --seed "${ONRAMP_FAULT_SEED:-7}" --trials 3
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == *"violations 0 ctld_deaths 0"* ]]
+}
+
+@test "onrampctl admit killed after submitting its job: the next run cancels the orphan and releases the node" {
+	local node=node6 pid orphan
+	wait_for 60 "$node idle and admitted" admitted_idle "$node"
+	setsid "$ONRAMPCTL" admit "$node" >"$BATS_TEST_TMPDIR/first.out" 2>&1 &
+	pid=$!
+	wait_for 60 "$node's admission job" eval "[[ -n \$(squeue -h -n onramp-admit:$node -o %i) ]]"
+	orphan=$(squeue -h -n "onramp-admit:$node" -o %i)
+	# The orphan has not started yet (as behind busy peers) when its
+	# onrampctl dies.
+	scontrol hold "$orphan"
+	kill -9 -- -"$pid"
+	[ "$(job_state "$orphan")" = PENDING ]
+	run timeout 300 "$ONRAMPCTL" admit "$node"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == *"cancelling admission job(s) $orphan left by an earlier run"* ]]
+	wait_for 30 "$node admitted and out of its reservation" admitted_idle "$node"
+}

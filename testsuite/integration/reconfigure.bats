@@ -1,0 +1,271 @@
+#!/usr/bin/env bats
+# onramp-cluster: --nodes 8 --racks 4 --topology-plugin topology/onramp
+# What a racing reconfigure or a hostile file does to the daemons: a
+# JobSubmitPlugins change under submit load, a FIFO, a directory, a symlink
+# loop, a truncated, binary, huge or overflowing file in place of
+# onramp.conf, the rewire plan or the fabric file at "scontrol reconfigure".
+# slurmctld keeps answering, the rewire window in force stays (topology and
+# job_submit), and the log says why. Also: slurmd restarts with a bad plan
+# keep admission, onrampctl's triggers are removed and installed again, and
+# a stopped cluster directory starts again.
+
+load helpers
+load admission_helpers
+
+ETC=$ONRAMP_CLUSTER_DIR/etc
+PLAN=$ETC/rewire-plan.json
+FABRIC=$ETC/fabric.json
+
+setup() {
+	require_cluster
+	if [[ $(scontrol show config | sed -n 's/^TopologyPlugin *= *//p') != topology/onramp ]]; then
+		skip "cluster not started with --topology-plugin topology/onramp"
+	fi
+	cp -p "$ETC/onramp.conf" "$BATS_TEST_TMPDIR/onramp.conf.orig"
+	cp -p "$SLURM_CONF" "$BATS_TEST_TMPDIR/slurm.conf.orig"
+}
+
+teardown() {
+	# Nothing to undo when setup stopped before saving the files.
+	[[ -f $BATS_TEST_TMPDIR/onramp.conf.orig && -f $BATS_TEST_TMPDIR/slurm.conf.orig ]] || return 0
+	if [[ -f $BATS_TEST_TMPDIR/loader.pid ]]; then
+		kill "$(cat "$BATS_TEST_TMPDIR/loader.pid")" 2>/dev/null || true
+		wait 2>/dev/null || true
+	fi
+	if [[ -f $BATS_TEST_TMPDIR/second-cluster ]]; then
+		"$ONRAMP_CLUSTER_TOOL" stop --dir "$(cat "$BATS_TEST_TMPDIR/second-cluster")" >/dev/null 2>&1 || true
+		rm -rf "$(cat "$BATS_TEST_TMPDIR/second-cluster")"
+	fi
+	scancel --quiet --user "$(id -un)" 2>/dev/null || true
+	scancel --quiet --user "$ONRAMP_CLUSTER_USER" 2>/dev/null || true
+	rm -rf "$PLAN" "$FABRIC" "$ETC/onramp.conf"
+	cp -p "$BATS_TEST_TMPDIR/onramp.conf.orig" "$ETC/onramp.conf"
+	cp -p "$BATS_TEST_TMPDIR/slurm.conf.orig" "$SLURM_CONF"
+	timeout 30 scontrol reconfigure >/dev/null 2>&1 || true
+}
+
+# ctld_answers: slurmctld serves the calls users make, not only pings.
+ctld_answers() {
+	timeout 15 scontrol ping | grep -q 'is UP' &&
+		timeout 15 sinfo -h -o %D >/dev/null &&
+		timeout 15 squeue -h >/dev/null
+}
+
+# reconfigure: scontrol reconfigure, bounded; fails when slurmctld hangs.
+reconfigure() {
+	timeout 30 scontrol reconfigure
+}
+
+# with_window: onramp.conf with RewirePlan and FabricFile, window w1 on
+# leaf2 active and in force (the spine lost leaf2).
+with_window() {
+	cat >"$FABRIC" <<EOF
+{"spines": ["spine1"], "uplinks": [
+ {"leaf": "leaf1", "spine": "spine1"}, {"leaf": "leaf2", "spine": "spine1"},
+ {"leaf": "leaf3", "spine": "spine1"}, {"leaf": "leaf4", "spine": "spine1"}]}
+EOF
+	cat >"$PLAN" <<EOF
+{"windows": [{"id": "w1", "reason": "add spine2", "start": "2026-01-01T00:00:00Z",
+  "end": "2036-01-01T00:00:00Z", "leaves": ["leaf2"], "state": "active"}]}
+EOF
+	grep -q '^RewirePlan=' "$ETC/onramp.conf" || echo "RewirePlan=$PLAN" >>"$ETC/onramp.conf"
+	grep -q '^FabricFile=' "$ETC/onramp.conf" || echo "FabricFile=$FABRIC" >>"$ETC/onramp.conf"
+	reconfigure
+	# In force in topology/onramp and in job_submit/onramp (whose watcher
+	# reloads within a second).
+	wait_for 20 "window w1 in force" window_kept
+}
+
+spine_nodes() {
+	timeout 15 scontrol show topology spine1 | tr ' ' '\n' | sed -n 's/^Nodes=//p'
+}
+
+# window_kept: the topology still cuts leaf2, and job_submit still holds a
+# job the cut fabric cannot hold (7 nodes > 6 connected).
+window_kept() {
+	local j
+	[[ $(spine_nodes) == "node[1-2,5-8]" ]] || return 1
+	j=$(submit -N7 -o /dev/null --wrap true) || return 1
+	scontrol show job "$j" | grep -q 'Comment=onramp: held until rewire window w1 finishes'
+	local rc=$?
+	scancel "$j"
+	return $rc
+}
+
+# spoil FILE KIND: put something hostile in place of FILE.
+spoil() {
+	local f=$1
+	rm -rf "$f"
+	case $2 in
+	fifo) mkfifo -m 600 "$f" ;;
+	directory) mkdir "$f" ;;
+	symlink-loop) ln -s "$f" "$f" ;;
+	missing) ;;
+	truncated) printf '{"windows": [{"id": "w1", "start": "2026-' >"$f" ;;
+	binary) head -c 4096 /dev/urandom >"$f" ;;
+	huge-line) head -c $((17 << 20)) /dev/zero | tr '\0' 'x' >"$f" ;;
+	overflow)
+		case $f in
+		*.conf) printf 'PairPort=99999999999999999999999\n' >"$f" ;;
+		"$PLAN") printf '{"windows": [{"id": "w1", "start": "2026-01-01T00:00:00Z", "end": "2036-01-01T00:00:00Z", "leaves": ["leaf2"], "state": "active", "stages": [99999999999999999999999], "stage": 99999999999999999999999}]}\n' >"$f" ;;
+		*) printf '{"spines": ["spine1"], "uplinks": [{"leaf": "leaf1", "spine": "spine1", "links": 99999999999999999999999}]}\n' >"$f" ;;
+		esac
+		;;
+	*) return 1 ;;
+	esac
+}
+
+# big_plan N: a valid plan with N finished windows (a long history), which
+# makes topology/onramp's part of a reconfigure take a while.
+big_plan() {
+	local i
+	{
+		echo '{"windows": ['
+		for ((i = 1; i <= $1; i++)); do
+			printf '{"id": "old%d", "reason": "history", "start": "2020-01-01T00:00:00Z", "end": "2020-01-02T00:00:00Z", "leaves": ["leaf%d"], "state": "done"}%s\n' \
+				"$i" $((i % 4 + 1)) "$([[ $i -lt $1 ]] && echo ,)"
+		done
+		echo ']}'
+	} >"$PLAN"
+}
+
+@test "JobSubmitPlugins changed at reconfigure, 20 times under submit load: slurmctld never hangs" {
+	# The plugin's watcher thread wakes about a second after the plugin
+	# starts (at the end of the previous reconfigure); the next reconfigure
+	# starts 0.5-1 s later and holds the config lock a while (a long plan
+	# history), so the watcher wakes inside it while fini() is due: fini()
+	# must never wait for a thread that waits for that lock.
+	big_plan 15000
+	grep -q '^RewirePlan=' "$ETC/onramp.conf" || echo "RewirePlan=$PLAN" >>"$ETC/onramp.conf"
+	reconfigure
+	(
+		while :; do
+			as_user sbatch -o /dev/null --wrap true >/dev/null 2>&1
+			sleep 0.2
+		done
+	) &
+	echo $! >"$BATS_TEST_TMPDIR/loader.pid"
+	local i list
+	for i in $(seq 1 20); do
+		if ((i % 2)); then list=logging,onramp; else list=onramp; fi
+		sed -i "s/^JobSubmitPlugins=.*/JobSubmitPlugins=$list/" "$SLURM_CONF"
+		sleep "0.$((5 + RANDOM % 5))"
+		run timeout 30 scontrol reconfigure
+		[ "$status" -eq 0 ] || {
+			echo "reconfigure $i (JobSubmitPlugins=$list) did not return: $output" >&2
+			return 1
+		}
+	done
+	ctld_answers
+	# onramp's policy is still in force after the flips.
+	run as_user sbatch -A onramp -o /dev/null --wrap true
+	[ "$status" -ne 0 ]
+	[[ $output == *"admission path"* ]]
+}
+
+@test "a FIFO in place of onramp.conf at reconfigure does not block slurmctld" {
+	local off
+	off=$(log_offset "$ONRAMP_CTLD_LOG")
+	spoil "$ETC/onramp.conf" fifo
+	reconfigure
+	ctld_answers
+	local j
+	j=$(submit -o /dev/null --wrap true)
+	submit_wait "$j" COMPLETED 60
+	wait_for 20 "the FIFO named in the log" log_since_has "$ONRAMP_CTLD_LOG" "$off" "onramp\.conf: not a regular file"
+	# Nothing stays stuck: a good file is taken at the next reconfigure.
+	rm -f "$ETC/onramp.conf"
+	cp -p "$BATS_TEST_TMPDIR/onramp.conf.orig" "$ETC/onramp.conf"
+	off=$(log_offset "$ONRAMP_CTLD_LOG")
+	reconfigure
+	wait_for 20 "onramp.conf loaded again" log_since_has "$ONRAMP_CTLD_LOG" "$off" "job_submit/onramp: loaded"
+	ctld_answers
+}
+
+@test "malformed plan, fabric and onramp.conf at reconfigure keep the window in force, logged" {
+	with_window
+	local file kind off
+	for file in "$PLAN" "$FABRIC" "$ETC/onramp.conf"; do
+		for kind in fifo directory symlink-loop missing truncated binary huge-line overflow; do
+			off=$(log_offset "$ONRAMP_CTLD_LOG")
+			spoil "$file" "$kind"
+			reconfigure || {
+				echo "reconfigure hung with $kind in place of $file" >&2
+				return 1
+			}
+			ctld_answers
+			window_kept || {
+				echo "the window was dropped with $kind in place of $file" >&2
+				return 1
+			}
+			wait_for 20 "topology/onramp logging why ($kind $file)" \
+				log_since_has "$ONRAMP_CTLD_LOG" "$off" "topology/onramp: .*keeping the switch table in force"
+			# Put the good file back before the next kind.
+			rm -rf "$file"
+			cp -p "$BATS_TEST_TMPDIR/onramp.conf.orig" "$ETC/onramp.conf"
+			with_window
+		done
+	done
+}
+
+@test "a bad path in onramp.conf is refused naming the key and the line" {
+	with_window
+	local off line
+	off=$(log_offset "$ONRAMP_CTLD_LOG")
+	spoil "$FABRIC" directory
+	line=$(grep -n '^FabricFile=' "$ETC/onramp.conf" | cut -d: -f1)
+	reconfigure
+	wait_for 20 "the key and line in the log" log_since_has "$ONRAMP_CTLD_LOG" "$off" \
+		"FabricFile \(.*onramp\.conf:$line\): .*fabric\.json: not a regular file"
+}
+
+# restart_slurmd NODE: stop and start the node's slurmd (no reboot: the
+# boot identity stays).
+restart_slurmd() {
+	local pid
+	pid=$(cat "$ONRAMP_CLUSTER_DIR/var/run/slurmd-$1.pid")
+	kill "$pid"
+	wait_for 20 "slurmd of $1 to stop" eval "! kill -0 $pid 2>/dev/null"
+	slurmd -N "$1" -f "$SLURM_CONF" </dev/null >>"$ONRAMP_CLUSTER_DIR/log/slurmd-$1.out" 2>&1
+}
+
+@test "a slurmd restart with a broken rewire plan keeps the node admitted" {
+	local node=node3 off
+	wait_for 60 "$node idle and admitted" admitted_idle "$node"
+	with_window
+	spoil "$PLAN" truncated
+	reconfigure
+	off=$(log_offset "$ONRAMP_CLUSTER_DIR/log/slurmd-$node.log")
+	restart_slurmd "$node"
+	wait_for 30 "$node re-registered" log_since_has "$ONRAMP_CLUSTER_DIR/log/slurmd-$node.log" "$off" \
+		"node_features/onramp: node $node: "
+	log_since_has "$ONRAMP_CLUSTER_DIR/log/slurmd-$node.log" "$off" "node_features/onramp: node $node: admitted \("
+	node_admitted "$node"
+	[[ $(node_state "$node") == IDLE ]]
+}
+
+@test "onrampctl remove-trigger removes onramp's triggers; install-trigger twice keeps one pair" {
+	local ctl=$ONRAMP_REPO/contrib/onrampctl
+	onramp_triggers() { strigger --get --noheader | awk '$8 ~ /onramp-trigger$/' | wc -l; }
+	[ "$(onramp_triggers)" -eq 2 ]
+	"$ctl" remove-trigger
+	[ "$(onramp_triggers)" -eq 0 ]
+	"$ctl" install-trigger
+	"$ctl" install-trigger
+	[ "$(onramp_triggers)" -eq 2 ]
+}
+
+@test "onramp-cluster start on a stopped cluster directory starts it again" {
+	local dir base
+	dir=$(mktemp -d /tmp/onramp-restart.XXXXXX)
+	chmod 755 "$dir"
+	echo "$dir" >"$BATS_TEST_TMPDIR/second-cluster"
+	base=$(free_port_base 6)
+	export ONRAMP_CTLD_PORT=$base ONRAMP_SLURMD_PORT_BASE=$((base + 2)) ONRAMP_ADMIT_AT_START=no
+	"$ONRAMP_CLUSTER_TOOL" start --dir "$dir" --nodes 2 --racks 1 >/dev/null
+	"$ONRAMP_CLUSTER_TOOL" stop --dir "$dir" >/dev/null
+	run "$ONRAMP_CLUSTER_TOOL" start --dir "$dir" --nodes 2 --racks 1
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(SLURM_CONF=$dir/etc/slurm.conf strigger --get --noheader | awk '$8 ~ /onramp-trigger$/' | wc -l)" -eq 2 ]
+}
