@@ -1,5 +1,6 @@
 #include "slurm_client.hpp"
 
+#include <cerrno>
 #include <cstring>
 #include <dirent.h>
 #include <signal.h>
@@ -19,7 +20,7 @@ Result<std::string> node_reason(const std::string &node)
 	if (slurm_load_node_single(&msg, const_cast<char *>(node.c_str()), SHOW_ALL) !=
 	    SLURM_SUCCESS)
 		return Status::Error("cannot read node " + node + ": " +
-		                     slurm_strerror(slurm_get_errno()));
+		                     slurm_strerror(errno));
 	std::string reason;
 	bool found = false;
 	for (uint32_t i = 0; msg && i < msg->record_count; i++) {
@@ -57,7 +58,7 @@ Status drain_node(const std::string &node, const std::string &reason, bool *kept
 	msg.reason = &why[0];
 	if (slurm_update_node(&msg) != SLURM_SUCCESS)
 		return Status::Error("cannot drain node " + node + ": " +
-		                     slurm_strerror(slurm_get_errno()));
+		                     slurm_strerror(errno));
 	return Status::Ok();
 }
 
@@ -67,7 +68,7 @@ Status set_active_feature(const std::string &node, const std::string &feature, b
 	if (slurm_load_node_single(&msg, const_cast<char *>(node.c_str()), SHOW_ALL) !=
 	    SLURM_SUCCESS)
 		return Status::Error("cannot read node " + node + ": " +
-		                     slurm_strerror(slurm_get_errno()));
+		                     slurm_strerror(errno));
 	std::string cur;
 	for (uint32_t i = 0; msg && i < msg->record_count; i++)
 		if (msg->node_array[i].name && node == msg->node_array[i].name)
@@ -101,7 +102,7 @@ Status set_active_feature(const std::string &node, const std::string &feature, b
 	upd.features_act = &out[0];
 	if (slurm_update_node(&upd) != SLURM_SUCCESS)
 		return Status::Error("cannot update the active features of node " + node + ": " +
-		                     slurm_strerror(slurm_get_errno()));
+		                     slurm_strerror(errno));
 	return Status::Ok();
 }
 

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <arpa/inet.h>
 #include <functional>
+#include <cerrno>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -251,7 +252,7 @@ void collect_slurm(Exposition &e, const Config &cfg)
 	e.family("onramp_nodes", "gauge", "Nodes by admission state as slurmctld sees them.");
 	node_info_msg_t *msg = nullptr;
 	if (slurm_load_node(0, &msg, SHOW_ALL) != SLURM_SUCCESS) {
-		e.read_error("slurmctld", slurm_strerror(slurm_get_errno()));
+		e.read_error("slurmctld", slurm_strerror(errno));
 		return;
 	}
 	reserve_info_msg_t *resv = nullptr;
