@@ -17,10 +17,10 @@ namespace onramp {
 Result<std::string> node_reason(const std::string &node)
 {
 	node_info_msg_t *msg = nullptr;
+	slurm_client_init();
 	if (slurm_load_node_single(&msg, const_cast<char *>(node.c_str()), SHOW_ALL) !=
 	    SLURM_SUCCESS)
-		return Status::Error("cannot read node " + node + ": " +
-		                     slurm_strerror(errno));
+		return Status::Error("cannot read node " + node + ": " + slurm_strerror(errno));
 	std::string reason;
 	bool found = false;
 	for (uint32_t i = 0; msg && i < msg->record_count; i++) {
@@ -56,19 +56,19 @@ Status drain_node(const std::string &node, const std::string &reason, bool *kept
 	msg.node_names = &names[0];
 	msg.node_state = NODE_STATE_DRAIN;
 	msg.reason = &why[0];
+	slurm_client_init();
 	if (slurm_update_node(&msg) != SLURM_SUCCESS)
-		return Status::Error("cannot drain node " + node + ": " +
-		                     slurm_strerror(errno));
+		return Status::Error("cannot drain node " + node + ": " + slurm_strerror(errno));
 	return Status::Ok();
 }
 
 Status set_active_feature(const std::string &node, const std::string &feature, bool active)
 {
 	node_info_msg_t *msg = nullptr;
+	slurm_client_init();
 	if (slurm_load_node_single(&msg, const_cast<char *>(node.c_str()), SHOW_ALL) !=
 	    SLURM_SUCCESS)
-		return Status::Error("cannot read node " + node + ": " +
-		                     slurm_strerror(errno));
+		return Status::Error("cannot read node " + node + ": " + slurm_strerror(errno));
 	std::string cur;
 	for (uint32_t i = 0; msg && i < msg->record_count; i++)
 		if (msg->node_array[i].name && node == msg->node_array[i].name)
@@ -100,6 +100,7 @@ Status set_active_feature(const std::string &node, const std::string &feature, b
 	std::string names = node;
 	upd.node_names = &names[0];
 	upd.features_act = &out[0];
+	slurm_client_init();
 	if (slurm_update_node(&upd) != SLURM_SUCCESS)
 		return Status::Error("cannot update the active features of node " + node + ": " +
 		                     slurm_strerror(errno));

@@ -3,11 +3,23 @@
 // calling back into slurmctld deadlocks.
 #pragma once
 
+#include <mutex>
 #include <string>
+
+#include <slurm/slurm.h>
 
 #include "status.hpp"
 
 namespace onramp {
+
+// libslurm's configuration, read once before the first API call (from 23.02
+// libslurm requires it: without it the first RPC dereferences unset plugin
+// operations). Tools only: never inside a daemon.
+inline void slurm_client_init()
+{
+	static std::once_flag once;
+	std::call_once(once, [] { slurm_init(nullptr); });
+}
 
 // The node's current reason ("" when none). Error when it cannot be read.
 Result<std::string> node_reason(const std::string &node);

@@ -41,6 +41,7 @@
 #include "log.hpp"
 #include "metrics/exposition.hpp"
 #include "rewire/window.hpp"
+#include "slurm_client.hpp"
 
 using namespace onramp;
 
@@ -251,6 +252,7 @@ void collect_slurm(Exposition &e, const Config &cfg)
 {
 	e.family("onramp_nodes", "gauge", "Nodes by admission state as slurmctld sees them.");
 	node_info_msg_t *msg = nullptr;
+	onramp::slurm_client_init();
 	if (slurm_load_node(0, &msg, SHOW_ALL) != SLURM_SUCCESS) {
 		e.read_error("slurmctld", slurm_strerror(errno));
 		return;
