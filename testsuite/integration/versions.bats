@@ -37,18 +37,8 @@ slurm_version() {
 }
 
 @test "admission: a rebooted node is out of production until admitted again (slurmd re-registers)" {
-	local node=node3 boot_before
-	wait_for 60 "$node idle and admitted" admitted_idle "$node"
-	boot_before=$(node_boot_id "$node")
-	slow_profile "$node" 4
-	reboot_nodes "$node"
-	wait_for 60 "$node back from reboot in its reservation" \
-		eval "[[ \$(node_boot_id $node) != $boot_before ]] && resv_exists $node && [[ \$(node_state $node) != *REBOOT* ]]"
-	! node_admitted "$node"
-	wait_for 90 "$node admitted" admitted_idle "$node"
-	[ "$(record_field "$node" status)" = PASS ]
-	[ "$(record_field "$node" boot_id)" = "$(node_boot_id "$node")" ]
-	clear_profile "$node"
+	reboot_into_admission node3 4
+	admitted_again node3
 }
 
 @test "job_submit: a submission and an update are refused with onramp's reason" {
