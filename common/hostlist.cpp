@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdint>
 #include <cstdlib>
+#include <vector>
 #include <slurm/slurm.h>
 
 namespace onramp {
@@ -98,7 +99,9 @@ Result<std::vector<std::string>> hostlist_expand(const std::string &expr)
 	Status st = validate(expr);
 	if (!st.ok())
 		return st;
-	hostlist_t hl = slurm_hostlist_create(expr.c_str());
+	// hostlist_t is a pointer type up to 23.02 and a struct from 23.11 on:
+	// auto is the handle either way.
+	auto hl = slurm_hostlist_create(expr.c_str());
 	if (!hl)
 		return Status::Error("hostlist '" + expr + "': not a valid Slurm hostlist");
 	std::vector<std::string> out;
@@ -117,15 +120,25 @@ std::string hostlist_compress(const std::vector<std::string> &hosts)
 {
 	if (hosts.empty())
 		return "";
-	hostlist_t hl = slurm_hostlist_create(nullptr);
+	auto hl = slurm_hostlist_create(nullptr);
 	if (!hl)
 		return "";
 	for (const auto &h : hosts)
 		slurm_hostlist_push_host(hl, h.c_str());
 	slurm_hostlist_uniq(hl);
-	char *s = slurm_hostlist_ranged_string_malloc(hl);
-	std::string r = s ? s : "";
-	free(s);
+	// slurm_hostlist_ranged_string() is in every version's libslurm (the
+	// _malloc variant left in 23.11): grow the buffer until it fits.
+	std::string r;
+	for (size_t len = 1024;; len *= 2) {
+		std::vector<char> buf(len);
+		ssize_t n = slurm_hostlist_ranged_string(hl, buf.size(), buf.data());
+		if (n >= 0) {
+			r.assign(buf.data(), static_cast<size_t>(n));
+			break;
+		}
+		if (len > (size_t{1} << 30))
+			break;
+	}
 	slurm_hostlist_destroy(hl);
 	return r;
 }

@@ -104,6 +104,12 @@ public:
 // so a restart or failover of slurmctld only delays the caller.
 std::unique_ptr<SlurmClient> libslurm_client(double ctld_timeout_s = 600);
 
+// libslurm reads its configuration once before its first call (required
+// from 23.02: without it the first RPC dereferences unset plugin
+// operations). The real client calls it; so must any other user of
+// libslurm's API. Tools only: never inside a daemon.
+void init_libslurm();
+
 // The process's client (a libslurm client with the default timeout, made
 // on first use) unless set_default_client() replaced it (tests).
 SlurmClient &default_client();

@@ -4,15 +4,24 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <mutex>
 #include <slurm/slurm.h>
 #include <slurm/slurm_errno.h>
 
 #include "hostlist.hpp"
 #include "log.hpp"
+#include "rewire/topology.hpp"
 #include "slurm/client.hpp"
 
 namespace onramp {
 namespace slurm {
+
+void init_libslurm()
+{
+	static std::once_flag once;
+	std::call_once(once, [] { slurm_init(nullptr); });
+}
+
 namespace {
 
 std::string str(const char *s)
@@ -271,10 +280,24 @@ public:
 
 	Result<std::map<std::string, std::string>> node_leaves() override
 	{
-		// VERSION: 22.05 fills topo_info_response_msg_t's topo_array.
-		// 24.11's reply also carries topo_info (plugin data, printed by
-		// slurm_print_topo_info_msg); which one a tree topology fills there
-		// is the one thing of this file to check when porting.
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(25, 5, 0)
+		// VERSION: from 25.05 slurm_load_topo's reply is the plugin's
+		// opaque data; what a client can read is the configuration text,
+		// topology.conf's tree lines, parsed by onramp's one parser.
+		topo_config_response_msg_t *msg = nullptr;
+		int err =
+		    call("slurm_load_topo_config", [&] { return slurm_load_topo_config(&msg); });
+		if (err)
+			return fail(err, "cannot read the topology");
+		std::string text = msg && msg->config ? msg->config : "";
+		slurm_free_topo_config_msg(msg);
+		auto conf = topology_parse(text, "slurmctld's topology configuration");
+		if (!conf.ok())
+			return std::map<std::string, std::string>{}; // not a tree: no leaves
+		return topology_leaf_of(conf.value());
+#else
+		// VERSION: 22.05 fills topo_info_response_msg_t's topo_array (24.11
+		// too for a tree topology; its reply also carries the plugin's data).
 		topo_info_response_msg_t *msg = nullptr;
 		int err = call("slurm_load_topo", [&] { return slurm_load_topo(&msg); });
 		if (err)
@@ -293,6 +316,7 @@ public:
 		}
 		slurm_free_topo_info_msg(msg);
 		return out;
+#endif
 	}
 
 	Result<uid_t> slurm_user_uid() override
@@ -316,7 +340,8 @@ private:
 		retry_while_unreachable(
 		    backoff_,
 		    [&] {
-			    err = rpc() == SLURM_SUCCESS ? 0 : slurm_get_errno();
+			    init_libslurm();
+			    err = rpc() == SLURM_SUCCESS ? 0 : errno;
 			    return !unreachable(err);
 		    },
 		    what);

@@ -14,12 +14,13 @@
 #include <string>
 #include <vector>
 
-#include <slurm/slurm.h>
+#include <pwd.h>
 #include <unistd.h>
 
 #include "admin.hpp"
 #include "config.hpp"
 #include "log.hpp"
+#include "slurm/client.hpp"
 
 using namespace onramp;
 
@@ -37,14 +38,14 @@ static int usage(FILE *f)
 static int require_admin(const std::string &what)
 {
 	if (is_slurm_admin(getuid(), 0))
-		return 0; // root: no need to ask slurmctld
-	uid_t slurm_user = 0;
+		return 0;     // root: no need to ask slurmctld
+	uid_t slurm_user = 0; // unknown: then only root passes
 	std::string name = "unknown: slurmctld's configuration could not be read";
-	slurm_conf_t *conf = nullptr;
-	if (slurm_load_ctl_conf(0, &conf) == SLURM_SUCCESS && conf) {
-		slurm_user = static_cast<uid_t>(conf->slurm_user_id);
-		name = conf->slurm_user_name ? conf->slurm_user_name : std::to_string(slurm_user);
-		slurm_free_ctl_conf(conf);
+	auto su = slurm::default_client().slurm_user_uid();
+	if (su.ok()) {
+		slurm_user = su.value();
+		struct passwd *pw = getpwuid(slurm_user);
+		name = pw ? pw->pw_name : std::to_string(slurm_user);
 	}
 	if (is_slurm_admin(getuid(), slurm_user))
 		return 0;

@@ -17,13 +17,12 @@
 #include <string>
 #include <vector>
 
-#include <slurm/slurm.h>
-
 #include "config.hpp"
 #include "fleet/diagnose.hpp"
 #include "hostlist.hpp"
 #include "json.hpp"
 #include "log.hpp"
+#include "slurm/client.hpp"
 
 using namespace onramp;
 using namespace onramp::fleet;
@@ -86,12 +85,10 @@ Result<std::vector<std::string>> job_nodes(const std::string &job)
 	unsigned long id = strtoul(job.c_str(), &end, 10);
 	if (job.empty() || *end || id == 0)
 		return Status::Error("'" + job + "' is not a job id");
-	job_info_msg_t *msg = nullptr;
-	if (slurm_load_job(&msg, static_cast<uint32_t>(id), SHOW_DETAIL) != SLURM_SUCCESS)
-		return Status::Error("job " + job + ": " + slurm_strerror(slurm_get_errno()));
-	std::string nodes =
-	    msg->record_count && msg->job_array[0].nodes ? msg->job_array[0].nodes : "";
-	slurm_free_job_info_msg(msg);
+	auto j = slurm::default_client().job(static_cast<uint32_t>(id));
+	if (!j.ok())
+		return Status::Error("job " + job + ": " + j.status().message());
+	std::string nodes = j.value() ? j.value()->nodes : "";
 	if (nodes.empty())
 		return Status::Error("job " + job + " has no nodes (not running?)");
 	return hostlist_expand(nodes);

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <arpa/inet.h>
 #include <functional>
+#include <cerrno>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -47,6 +48,8 @@
 #include "number.hpp"
 #include "onramp.h"
 #include "rewire/window.hpp"
+#include "slurm/client.hpp"
+#include "slurm_client.hpp"
 
 using namespace onramp;
 
@@ -257,8 +260,9 @@ void collect_slurm(Exposition &e, const Config &cfg)
 {
 	e.family("onramp_nodes", "gauge", "Nodes by admission state as slurmctld sees them.");
 	node_info_msg_t *msg = nullptr;
+	slurm::init_libslurm();
 	if (slurm_load_node(0, &msg, SHOW_ALL) != SLURM_SUCCESS) {
-		e.read_error("slurmctld", slurm_strerror(slurm_get_errno()));
+		e.read_error("slurmctld", slurm_strerror(errno));
 		return;
 	}
 	reserve_info_msg_t *resv = nullptr;

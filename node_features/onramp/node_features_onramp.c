@@ -11,6 +11,13 @@
  *
  *  Never fatal: a bad onramp.conf is logged and the node reports itself not
  *  admitted (fail closed); nothing here blocks registration.
+ *
+ *  Slurm versions: the plugin API is 22.05's below NF_API_2411; from 24.11
+ *  job_valid/job_xlate take the job's feature list and node_set reports
+ *  whether a reboot is needed (never, here), reconfig and reboot_weight are
+ *  gone (a reconfigure re-executes the daemon: init() loads onramp.conf
+ *  again); from 25.11 get_node, node_power, node_update(_valid) and
+ *  step_config are gone and 26.05 requires job_features_need_reboot.
 \*****************************************************************************/
 
 #define _GNU_SOURCE
@@ -30,6 +37,10 @@
 #include "src/slurmd/slurmd/slurmd.h"
 
 #include "onramp_shim.h"
+
+#define NF_API_2411 (SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(24, 11, 0))
+#define NF_API_2511 (SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(25, 11, 0))
+#define NF_API_2605 (SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(26, 5, 0))
 
 const char plugin_name[] = "onramp admission gate node_features plugin";
 const char plugin_type[] = "node_features/onramp";
@@ -140,17 +151,39 @@ extern int fini(void)
 	return SLURM_SUCCESS;
 }
 
+#if !NF_API_2411
 extern int node_features_p_reconfig(void)
 {
 	_load();
 	return SLURM_SUCCESS;
 }
+#endif
 
 extern bool node_features_p_changeable_feature(char *input)
 {
 	return false;
 }
 
+#if NF_API_2411
+extern int node_features_p_job_valid(char *job_features, list_t *feature_list)
+{
+	return SLURM_SUCCESS;
+}
+
+extern char *node_features_p_job_xlate(char *job_features, list_t *feature_list,
+                                       bitstr_t *job_node_bitmap)
+{
+	/* No job feature is ever obtained by rebooting. */
+	return NULL;
+}
+
+extern int node_features_p_node_set(char *active_features, bool *need_reboot)
+{
+	if (need_reboot)
+		*need_reboot = false;
+	return SLURM_SUCCESS;
+}
+#else
 extern int node_features_p_job_valid(char *job_features)
 {
 	return SLURM_SUCCESS;
@@ -166,6 +199,15 @@ extern int node_features_p_node_set(char *active_features)
 {
 	return SLURM_SUCCESS;
 }
+#endif
+
+#if NF_API_2605
+/* Slurm never reboots a node to obtain an onramp feature. */
+extern bool node_features_p_job_features_need_reboot(char *features)
+{
+	return false;
+}
+#endif
 
 extern void node_features_p_node_state(char **avail_modes, char **current_mode)
 {
@@ -268,10 +310,12 @@ extern char *node_features_p_node_xlate2(char *new_features)
 	return xstrdup(new_features);
 }
 
+#if !NF_API_2511
 extern bool node_features_p_node_power(void)
 {
 	return false;
 }
+#endif
 
 extern void node_features_p_get_config(config_plugin_params_t *p)
 {
@@ -299,23 +343,28 @@ extern uint32_t node_features_p_boot_time(void)
 	return 300;
 }
 
+#if !NF_API_2411
 extern uint32_t node_features_p_reboot_weight(void)
 {
 	return INFINITE - 1;
 }
+#endif
 
 extern bool node_features_p_user_update(uid_t uid)
 {
 	return false;
 }
 
+#if !NF_API_2511
 extern void node_features_p_step_config(bool mem_sort, bitstr_t *numa_bitmap) {}
+#endif
 
 extern int node_features_p_overlap(bitstr_t *active_bitmap)
 {
 	return bit_set_count(active_bitmap);
 }
 
+#if !NF_API_2511
 extern int node_features_p_get_node(char *node_list)
 {
 	return SLURM_SUCCESS;
@@ -330,3 +379,4 @@ extern bool node_features_p_node_update_valid(void *node_ptr, update_node_msg_t 
 {
 	return true;
 }
+#endif

@@ -19,25 +19,15 @@ setup() {
 }
 
 @test "a rebooted healthy node is out of production until admitted, then admitted without an admin step" {
-	local node=node2 boot_before
-	wait_for 60 "$node idle and admitted" admitted_idle "$node"
-	boot_before=$(node_boot_id "$node")
-	slow_profile "$node" 6
-	reboot_nodes "$node"
+	local node=node2 job
 	# Back from the reboot but under admission: reserved, feature inactive.
-	wait_for 60 "$node back from reboot in its reservation" \
-		eval "[[ \$(node_boot_id $node) != $boot_before ]] && resv_exists $node && [[ \$(node_state $node) != *REBOOT* ]]"
-	! node_admitted "$node"
+	reboot_into_admission "$node" 6
 	# A production job aimed at it waits.
-	local job
 	job=$(as_user sbatch --parsable -w "$node" -o /dev/null --wrap true)
 	sleep 2
 	[ "$(job_state "$job")" = PENDING ]
-	wait_for 90 "$node admitted" admitted_idle "$node"
-	[ "$(record_field "$node" status)" = PASS ]
-	[ "$(record_field "$node" boot_id)" = "$(node_boot_id "$node")" ]
+	admitted_again "$node"
 	submit_wait "$job" COMPLETED 90
-	clear_profile "$node"
 }
 
 @test "nodes with low-NCCL, corrupt-NCCL, XID and ECC profiles end drained with their code and numbers" {

@@ -48,6 +48,26 @@ drained_with() {
 reboot_nodes() {
 	scontrol reboot ASAP nextstate=RESUME reason=onramp-test "$1"
 }
+# reboot_into_admission NODE SECONDS: reboot the admitted, idle NODE with a
+# healthy profile whose check takes SECONDS; returns once it is back from
+# the reboot in its admission reservation, not admitted.
+reboot_into_admission() {
+	local node=$1 boot_before
+	wait_for 60 "$node idle and admitted" admitted_idle "$node" || return 1
+	boot_before=$(node_boot_id "$node")
+	slow_profile "$node" "$2"
+	reboot_nodes "$node"
+	wait_for 60 "$node back from reboot in its reservation" \
+		eval "[[ \$(node_boot_id $node) != $boot_before ]] && resv_exists $node && [[ \$(node_state $node) != *REBOOT* ]]" || return 1
+	! node_admitted "$node"
+}
+# admitted_again NODE: admitted for its new boot, idle, its profile cleared.
+admitted_again() {
+	wait_for 90 "$1 admitted" admitted_idle "$1" || return 1
+	[ "$(record_field "$1" status)" = PASS ] || return 1
+	[ "$(record_field "$1" boot_id)" = "$(node_boot_id "$1")" ] || return 1
+	clear_profile "$1"
+}
 # restore_nodes HOSTLIST: healthy profiles, admitted and idle again.
 restore_nodes() {
 	local n

@@ -112,7 +112,8 @@ steered_event() {
 no_migrate_drain() {
 	local n
 	for n in $(expand_hostlist "node[1-$ONRAMP_CLUSTER_NODES]"); do
-		if [[ $(node_field "$n" Reason) == onramp:MIGRATE:* ]]; then
+		# Drained, not only the reason: 24.11 keeps a resumed node's reason.
+		if [[ $(node_field "$n" Reason) == onramp:MIGRATE:* && $(node_state "$n") == *DRAIN* ]]; then
 			echo "node $n is left drained: $(node_field "$n" Reason)" >&2
 			return 1
 		fi

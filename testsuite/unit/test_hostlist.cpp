@@ -56,6 +56,21 @@ static void large_round_trip(void **)
 	assert_string_equal(hostlist_compress(r.value()).c_str(), "n[00001-25000]");
 }
 
+// A ranged string longer than any first buffer (every other host: no ranges).
+static void long_compress_is_whole(void **)
+{
+	std::vector<std::string> hosts;
+	std::string want = "n[";
+	for (int i = 0; i < 4000; i += 2) {
+		char h[16];
+		snprintf(h, sizeof(h), "%04d", i);
+		hosts.push_back(std::string("n") + h);
+		want += (i ? "," : "") + std::string(h);
+	}
+	want += "]";
+	assert_string_equal(hostlist_compress(hosts).c_str(), want.c_str());
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -64,6 +79,7 @@ int main(void)
 	    cmocka_unit_test(bad_input_is_named),
 	    cmocka_unit_test(empty_names_and_ranges_are_refused_before_libslurm),
 	    cmocka_unit_test(large_round_trip),
+	    cmocka_unit_test(long_compress_is_whole),
 	};
 	return cmocka_run_group_tests_name("hostlist", tests, NULL, NULL);
 }

@@ -362,7 +362,16 @@ extern int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid, char **err_
 	return _decide(job_desc, NULL, submit_uid, err_msg);
 }
 
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 2, 0)
+/* From 23.02 a rejected update's reason reaches the user (err_msg). */
+extern int job_modify(job_desc_msg_t *job_desc, job_record_t *job_ptr, uint32_t submit_uid,
+                      char **err_msg)
+{
+	return _decide(job_desc, job_ptr, submit_uid, err_msg);
+}
+#else
 extern int job_modify(job_desc_msg_t *job_desc, job_record_t *job_ptr, uint32_t submit_uid)
 {
 	return _decide(job_desc, job_ptr, submit_uid, NULL);
 }
+#endif
