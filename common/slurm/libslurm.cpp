@@ -24,6 +24,41 @@ void init_libslurm()
 
 namespace {
 
+// VERSION: how a job is named to libslurm. From 25.11 job_desc_msg_t
+// carries the job's id in step_id; from 26.05 slurm_load_job,
+// slurm_kill_job and slurm_requeue take a slurm_step_id_t.
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(26, 5, 0)
+slurm_step_id_t job_ref(uint32_t id)
+{
+	slurm_step_id_t s = SLURM_STEP_ID_INITIALIZER;
+	s.job_id = id;
+	return s;
+}
+#else
+uint32_t job_ref(uint32_t id)
+{
+	return id;
+}
+#endif
+
+void set_job_id(job_desc_msg_t &m, uint32_t id)
+{
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(25, 11, 0)
+	m.step_id.job_id = id;
+#else
+	m.job_id = id;
+#endif
+}
+
+void free_conf(slurm_conf_t *conf)
+{
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(26, 5, 0)
+	slurm_free_conf(conf);
+#else
+	free_conf(conf);
+#endif
+}
+
 std::string str(const char *s)
 {
 	return s ? s : "";
@@ -125,8 +160,8 @@ public:
 	Result<std::optional<Job>> job(uint32_t id) override
 	{
 		job_info_msg_t *msg = nullptr;
-		int err =
-		    call("slurm_load_job", [&] { return slurm_load_job(&msg, id, SHOW_ALL); });
+		int err = call("slurm_load_job",
+		               [&] { return slurm_load_job(&msg, job_ref(id), SHOW_ALL); });
 		if (err == ESLURM_INVALID_JOB_ID)
 			return std::optional<Job>();
 		if (err)
@@ -190,7 +225,7 @@ public:
 	{
 		job_desc_msg_t m;
 		slurm_init_job_desc_msg(&m);
-		m.job_id = id;
+		set_job_id(m, id);
 		std::string ac = u.admin_comment.value_or(""), f = u.features.value_or(""),
 		            x = u.exc_nodes.value_or("");
 		if (u.admin_comment)
@@ -210,7 +245,7 @@ public:
 	{
 		job_desc_msg_t m;
 		slurm_init_job_desc_msg(&m);
-		m.job_id = id;
+		set_job_id(m, id);
 		m.priority = 0; // scontrol hold
 		m.alloc_sid = 0;
 		return update(m, strprintf("cannot hold job %u", id));
@@ -220,16 +255,16 @@ public:
 	{
 		job_desc_msg_t m;
 		slurm_init_job_desc_msg(&m);
-		m.job_id = id;
+		set_job_id(m, id);
 		m.priority = INFINITE; // scontrol release
 		return update(m, strprintf("cannot release job %u", id));
 	}
 
 	Status requeue_hold(uint32_t id) override
 	{
-		// VERSION: slurm_requeue(id, JOB_REQUEUE_HOLD) in 22.05 up to 26.05.
-		int err =
-		    call("slurm_requeue", [&] { return slurm_requeue(id, JOB_REQUEUE_HOLD); });
+		// VERSION: slurm_requeue(job_ref(id), JOB_REQUEUE_HOLD) in 22.05 up to 26.05.
+		int err = call("slurm_requeue",
+		               [&] { return slurm_requeue(job_ref(id), JOB_REQUEUE_HOLD); });
 		return err ? fail(err, strprintf("cannot requeue job %u held", id)) : Status::Ok();
 	}
 
@@ -241,7 +276,7 @@ public:
 		                 : scope == SignalScope::Full ? KILL_FULL_JOB
 		                                              : 0;
 		int err = call("slurm_kill_job", [&] {
-			return slurm_kill_job(id, static_cast<uint16_t>(sig), flags);
+			return slurm_kill_job(job_ref(id), static_cast<uint16_t>(sig), flags);
 		});
 		return err ? fail(err, strprintf("cannot signal job %u", id)) : Status::Ok();
 	}
@@ -254,7 +289,9 @@ public:
 		m.node_names = &n[0];
 		m.node_state = NODE_STATE_DRAIN;
 		m.reason = &r[0];
-		m.reason_uid = getuid();
+#if SLURM_VERSION_NUMBER < SLURM_VERSION_NUM(26, 5, 0)
+		m.reason_uid = getuid(); // VERSION: gone in 26.05 (slurmctld sets it)
+#endif
 		return update_node(m, "cannot drain node " + node);
 	}
 
@@ -327,7 +364,7 @@ public:
 		if (err)
 			return fail(err, "cannot read Slurm's configuration");
 		uid_t uid = static_cast<uid_t>(conf->slurm_user_id);
-		slurm_free_ctl_conf(conf);
+		free_conf(conf);
 		return uid;
 	}
 

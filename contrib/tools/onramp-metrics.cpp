@@ -49,7 +49,6 @@
 #include "onramp.h"
 #include "rewire/window.hpp"
 #include "slurm/client.hpp"
-#include "slurm_client.hpp"
 
 using namespace onramp;
 
