@@ -74,8 +74,10 @@ reconfigure_expect() {
 	ctld_is_up
 
 	# The good file loads again.
-	cp -p "$BACKUP" "$ONRAMP_CONF"
+	# The offset first: the watcher may reload the restored file (its stamp
+	# changed) before the reconfigure, and that load counts too.
 	off=$(log_offset "$ONRAMP_CTLD_LOG")
+	cp -p "$BACKUP" "$ONRAMP_CONF"
 	reconfigure_expect "$off" "job_submit/onramp: loaded .*onramp\.conf"
 }
 
@@ -94,8 +96,10 @@ reconfigure_expect() {
 	job=$(submit -o /dev/null --wrap true)
 	submit_wait "$job" COMPLETED 60
 
-	cp -p "$BACKUP" "$ONRAMP_CONF"
+	# The offset first: the watcher may reload the restored file (its stamp
+	# changed) before the reconfigure, and that load counts too.
 	off=$(log_offset "$ONRAMP_CTLD_LOG")
+	cp -p "$BACKUP" "$ONRAMP_CONF"
 	reconfigure_expect "$off" "job_submit/onramp: loaded .*onramp\.conf"
 }
 
