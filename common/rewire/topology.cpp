@@ -176,12 +176,22 @@ Result<std::map<std::string, std::string>> topology_leaf_of(const TopologyConf &
 
 std::string default_topology_path(const Config &cfg)
 {
+	return topology_path_beside(cfg.origin());
+}
+
+std::string default_topology_path()
+{
+	return topology_path_beside(default_conf_path());
+}
+
+std::string topology_path_beside(const std::string &conf_path)
+{
 	const char *e = getenv("ONRAMP_TOPOLOGY_CONF");
 	if (e && *e)
 		return e;
-	std::string o = cfg.origin();
-	auto pos = o.rfind('/');
-	return (pos == std::string::npos ? std::string(".") : o.substr(0, pos)) + "/topology.conf";
+	auto pos = conf_path.rfind('/');
+	return (pos == std::string::npos ? std::string(".") : conf_path.substr(0, pos)) +
+	       "/topology.conf";
 }
 
 Result<SwitchTable> build_switch_table(const TopologyConf &conf,

@@ -80,5 +80,10 @@ class Config;
 // campaign tools, the exporter): $ONRAMP_TOPOLOGY_CONF, else beside
 // onramp.conf (cfg's origin), where Slurm keeps it beside slurm.conf.
 std::string default_topology_path(const Config &cfg);
+// The same for the default onramp.conf (default_conf_path()), without
+// loading it.
+std::string default_topology_path();
+// $ONRAMP_TOPOLOGY_CONF, else topology.conf beside conf_path.
+std::string topology_path_beside(const std::string &conf_path);
 
 } // namespace onramp

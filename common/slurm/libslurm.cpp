@@ -8,6 +8,7 @@
 #include <slurm/slurm.h>
 #include <slurm/slurm_errno.h>
 
+#include "config.hpp"
 #include "hostlist.hpp"
 #include "log.hpp"
 #include "rewire/topology.hpp"
@@ -319,18 +320,14 @@ public:
 	{
 #if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(25, 5, 0)
 		// VERSION: from 25.05 slurm_load_topo's reply is the plugin's
-		// opaque data; what a client can read is the configuration text,
-		// topology.conf's tree lines, parsed by onramp's one parser.
-		topo_config_response_msg_t *msg = nullptr;
-		int err =
-		    call("slurm_load_topo_config", [&] { return slurm_load_topo_config(&msg); });
-		if (err)
-			return fail(err, "cannot read the topology");
-		std::string text = msg && msg->config ? msg->config : "";
-		slurm_free_topo_config_msg(msg);
-		auto conf = topology_parse(text, "slurmctld's topology configuration");
+		// opaque data, and slurm_load_topo_config makes slurmctld serialize
+		// its topology with a serializer plugin (fatal in slurmctld when
+		// none is built). Leaf membership is read from the topology.conf
+		// that topology/onramp reads, by onramp's one parser; none (or
+		// not a tree) is no leaves.
+		auto conf = topology_load(default_topology_path());
 		if (!conf.ok())
-			return std::map<std::string, std::string>{}; // not a tree: no leaves
+			return std::map<std::string, std::string>{};
 		return topology_leaf_of(conf.value());
 #else
 		// VERSION: 22.05 fills topo_info_response_msg_t's topo_array (24.11
