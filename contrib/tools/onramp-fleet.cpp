@@ -10,6 +10,7 @@
 //
 // Exit status: 0 nothing suspected / no cut, 1 a suspect / a cut, 2 error.
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -22,6 +23,7 @@
 #include "hostlist.hpp"
 #include "json.hpp"
 #include "log.hpp"
+#include "number.hpp"
 #include "slurm/client.hpp"
 
 using namespace onramp;
@@ -81,11 +83,10 @@ Status read_pairs_file(const std::string &path, std::vector<PairResult> *out)
 // The nodes of a job, from slurmctld (libslurm).
 Result<std::vector<std::string>> job_nodes(const std::string &job)
 {
-	char *end = nullptr;
-	unsigned long id = strtoul(job.c_str(), &end, 10);
-	if (job.empty() || *end || id == 0)
-		return Status::Error("'" + job + "' is not a job id");
-	auto j = slurm::default_client().job(static_cast<uint32_t>(id));
+	auto id = parse_int(job, 1, UINT32_MAX);
+	if (!id.ok())
+		return Status::Error("'" + job + "' is not a job id: " + id.status().message());
+	auto j = slurm::default_client().job(static_cast<uint32_t>(id.value()));
 	if (!j.ok())
 		return Status::Error("job " + job + ": " + j.status().message());
 	std::string nodes = j.value() ? j.value()->nodes : "";
@@ -148,11 +149,10 @@ int main(int argc, char **argv)
 			prometheus = true;
 			break;
 		case 'b': {
-			char *end = nullptr;
-			budget = strtol(optarg, &end, 10);
-			if (*end || budget < 1)
-				return die(std::string("--budget: '") + optarg +
-				           "' is not a count");
+			auto b = parse_int(optarg, 1, INT32_MAX);
+			if (!b.ok())
+				return die("--budget: " + b.status().message());
+			budget = static_cast<long>(b.value());
 			break;
 		}
 		case 'h':

@@ -193,8 +193,14 @@ int main(int argc, char **argv)
 	migrate::Journal &journal = *jr.value();
 	if (cmd == "status") {
 		std::optional<uint32_t> job;
-		if (!rest.empty())
-			job = static_cast<uint32_t>(strtoul(rest[0].c_str(), nullptr, 10));
+		if (!rest.empty()) {
+			auto id = parse_int(rest[0], 1, UINT32_MAX);
+			if (!id.ok()) {
+				log_error("status: %s", id.status().message().c_str());
+				return 2;
+			}
+			job = static_cast<uint32_t>(id.value());
+		}
 		auto all = journal.list(job);
 		if (!all.ok()) {
 			log_error("%s", all.status().message().c_str());
