@@ -56,7 +56,7 @@ void free_conf(slurm_conf_t *conf)
 #if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(26, 5, 0)
 	slurm_free_conf(conf);
 #else
-	free_conf(conf);
+	slurm_free_ctl_conf(conf);
 #endif
 }
 
