@@ -187,7 +187,9 @@ log_since() {
 # log_since_has FILE OFFSET PATTERN: grep -E PATTERN in what was written
 # after OFFSET.
 log_since_has() {
-	log_since "$1" "$2" | grep -qE -- "$3"
+	# Bytes, not characters: a log line quoting a binary file must not make
+	# grep skip the file as binary or '.' stop at an invalid UTF-8 byte.
+	log_since "$1" "$2" | LC_ALL=C grep -aqE -- "$3"
 }
 
 # onramp_conf_save / onramp_conf_restore: keep the cluster's onramp.conf
