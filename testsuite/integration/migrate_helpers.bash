@@ -42,7 +42,18 @@ migrate_teardown() {
 	local j n p
 	if [[ -f ${BATS_TEST_TMPDIR:-/nonexistent}/first.pid ]]; then
 		p=$(cat "$BATS_TEST_TMPDIR/first.pid")
-		while kill -0 "$p" 2>/dev/null; do sleep 0.5; done
+		# Bounded, and only while that pid is still a migration driver: a
+		# driver the test killed and reaped leaves a pid the kernel hands
+		# out again (pid_max is 32768 here), e.g. to a job's trainer.
+		local deadline=$((SECONDS + 420))
+		while [[ $(cat "/proc/$p/comm" 2>/dev/null) == onramp-migrate ]]; do
+			if ((SECONDS >= deadline)); then
+				echo "teardown: migration driver $p still runs after 420s; killing it" >&2
+				kill -9 "$p" 2>/dev/null || true
+				break
+			fi
+			sleep 0.5
+		done
 	fi
 	for j in "$@"; do scancel "$j" 2>/dev/null || true; done
 	for n in $(expand_hostlist "node[1-$ONRAMP_CLUSTER_NODES]"); do
