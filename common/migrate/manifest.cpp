@@ -17,6 +17,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -27,6 +28,7 @@
 #include "admit/record.hpp"
 #include "atomic_file.hpp"
 #include "log.hpp"
+#include "number.hpp"
 
 namespace onramp {
 namespace ckpt {
@@ -719,14 +721,7 @@ Status pick_user(const std::string &dir, uint64_t generation, const VerifyLimits
 	return Status::Ok();
 }
 
-// In the child: become the user for good (groups, gid, uid; no way back).
-bool drop_privileges(uid_t uid, const std::vector<gid_t> &groups)
-{
-	if (setgroups(groups.size(), groups.data()) != 0 || setgid(groups[0]) != 0 ||
-	    setuid(uid) != 0)
-		return false;
-	return getuid() == uid && geteuid() == uid && (uid == 0 || setuid(0) != 0);
-}
+std::string g_verifier;
 
 void write_all(int fd, const std::string &s)
 {
@@ -741,12 +736,49 @@ void write_all(int fd, const std::string &s)
 	}
 }
 
-// Root: verify in a child that runs as the user, under the deadline. The
-// child answers "O" + the manifest's JSON or "E" + the error.
+// The verifying program (see set_verifier).
+std::string verifier_path()
+{
+	if (!g_verifier.empty())
+		return g_verifier;
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (n > 0) {
+		std::string self(exe, static_cast<size_t>(n));
+		std::string beside = self.substr(0, self.rfind('/') + 1) + "onramp-ckpt";
+		if (access(beside.c_str(), X_OK) == 0)
+			return beside;
+	}
+	return ONRAMP_BINDIR "/onramp-ckpt";
+}
+
+// Root: verify in a child that becomes the user and runs verify_child_main
+// in a fresh program, under the deadline. It answers "O" + the manifest's
+// JSON or "E" + the error.
 Result<Manifest> verify_as_user(const std::string &dir, uint64_t generation,
                                 const VerifyLimits &lim, unsigned threads, uid_t uid,
                                 const std::vector<gid_t> &groups)
 {
+	// Everything the child needs is built before the fork: from fork to
+	// execve it makes system calls only (no malloc, no locks, no libc
+	// wrapper that coordinates threads).
+	std::string prog = verifier_path();
+	std::vector<std::string> args = {prog,
+	                                 "verify-child",
+	                                 dir,
+	                                 std::to_string(generation),
+	                                 std::to_string(lim.max_bytes),
+	                                 std::to_string(lim.timeout_ms),
+	                                 std::to_string(threads),
+	                                 std::to_string(uid)};
+	std::vector<char *> argv;
+	for (auto &a : args)
+		argv.push_back(&a[0]);
+	argv.push_back(nullptr);
+	char env0[] = "PATH=/usr/bin:/bin";
+	char env1[] = "LC_ALL=C";
+	char *envp[] = {env0, env1, nullptr};
+	gid_t gid = groups[0];
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) != 0)
 		return Status::Error(strprintf("verify: pipe: %s", strerror(errno)));
@@ -757,24 +789,15 @@ Result<Manifest> verify_as_user(const std::string &dir, uint64_t generation,
 		return Status::Error(strprintf("verify: fork: %s", strerror(errno)));
 	}
 	if (pid == 0) {
-		close(p[0]);
-		(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
-		std::string out;
-		if (!drop_privileges(uid, groups)) {
-			out = strprintf("Ecannot become uid %u: %s", static_cast<unsigned>(uid),
-			                strerror(errno));
-		} else {
-			VerifyLimits l = lim;
-			l.uid = uid;
-			auto m = guarded([&]() -> std::string {
-				auto r = verify_here(dir, generation, l, threads);
-				return r.ok() ? "O" + r->to_json().dump()
-				              : "E" + r.status().message();
-			});
-			out = m.empty() || (m[0] != 'O' && m[0] != 'E') ? "E" + m : m;
-		}
-		write_all(p[1], out);
-		_exit(0);
+		// Groups, gid, uid, for good (the real and saved ids too).
+		if (dup2(p[1], STDOUT_FILENO) < 0 ||
+		    syscall(SYS_setgroups, groups.size(), groups.data()) != 0 ||
+		    syscall(SYS_setresgid, gid, gid, gid) != 0 ||
+		    syscall(SYS_setresuid, uid, uid, uid) != 0 ||
+		    prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
+			_exit(126);
+		execve(argv[0], argv.data(), envp);
+		_exit(127);
 	}
 	close(p[1]);
 	Fd rd(p[0]);
@@ -814,7 +837,9 @@ Result<Manifest> verify_as_user(const std::string &dir, uint64_t generation,
 		                               "(CheckpointVerifyTimeout)",
 		                               static_cast<unsigned long long>(generation)));
 	if (out.empty())
-		return Status::Error("verify: the verifying child died without an answer");
+		return Status::Error("verify: the verifying child (" + prog +
+		                     " verify-child, as uid " + std::to_string(uid) +
+		                     ") ended without an answer");
 	if (out[0] == 'E')
 		return Status::Error(out.substr(1));
 	auto j = json_parse(out.substr(1), manifest_path(dir, generation));
@@ -824,6 +849,42 @@ Result<Manifest> verify_as_user(const std::string &dir, uint64_t generation,
 }
 
 } // namespace
+
+void set_verifier(const std::string &path)
+{
+	g_verifier = path;
+}
+
+int verify_child_main(const std::vector<std::string> &args)
+{
+	std::string out;
+	std::vector<Result<int64_t>> n;
+	for (size_t i = 1; i < args.size(); i++)
+		n.push_back(parse_int(args[i], 0, i == 4 ? 1024 : i == 5 ? UINT32_MAX : INT64_MAX));
+	bool ok = args.size() == 6 &&
+	          std::all_of(n.begin(), n.end(), [](const Result<int64_t> &r) { return r.ok(); });
+	uid_t uid = ok ? static_cast<uid_t>(n[4].value()) : 0;
+	if (!ok) {
+		out = "Everify-child: usage: DIR GENERATION MAX_BYTES TIMEOUT_MS THREADS UID";
+	} else if (getuid() != uid || geteuid() != uid || (uid != 0 && setuid(0) == 0)) {
+		out = strprintf("Everify-child: not running as uid %u only",
+		                static_cast<unsigned>(uid));
+	} else {
+		VerifyLimits l;
+		l.max_bytes = static_cast<uint64_t>(n[1].value());
+		l.timeout_ms = n[2].value();
+		l.uid = static_cast<int64_t>(uid);
+		out = guarded([&]() -> std::string {
+			auto r = verify_here(args[0], static_cast<uint64_t>(n[0].value()), l,
+			                     static_cast<unsigned>(n[3].value()));
+			return r.ok() ? "O" + r->to_json().dump() : "E" + r.status().message();
+		});
+		if (out.empty() || (out[0] != 'O' && out[0] != 'E'))
+			out = "E" + out;
+	}
+	write_all(STDOUT_FILENO, out);
+	return 0;
+}
 
 VerifyLimits verify_limits(const Config &cfg)
 {

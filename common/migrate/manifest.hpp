@@ -113,6 +113,17 @@ Result<Manifest> verify(const std::string &dir, uint64_t generation, unsigned th
 // process with the user's privileges.
 Result<Manifest> verify(const std::string &dir, uint64_t generation, const VerifyLimits &lim,
                         unsigned threads = 0);
+// As root, the child becomes the user and runs a fresh program, onramp-ckpt
+// verify-child (never library code in a forked copy of the caller: a
+// caller's other thread may hold one of libc's locks at the fork, which the
+// copy would then wait on forever). The program: set_verifier()'s, else
+// onramp-ckpt beside the running program, else the installed one.
+void set_verifier(const std::string &path);
+// onramp-ckpt's "verify-child DIR GENERATION MAX_BYTES TIMEOUT_MS THREADS
+// UID" (argv after the command): verify as this unprivileged process and
+// write "O" + the manifest's JSON or "E" + the error to stdout. Returns the
+// exit status.
+int verify_child_main(const std::vector<std::string> &args);
 // Read and validate the manifest only (no hashing): opened without following
 // a symlink or blocking, a regular file of at most 16 MiB owned by the owner
 // of its generation directory.

@@ -444,8 +444,62 @@ static void root_hashes_as_the_user(void **)
 	                "is owned by uid 65534, not by uid 4242");
 }
 
+// Root verifies in a child while other threads of the caller run (the
+// migration driver moves every job in its own thread): a thread that holds
+// one of libc's locks (here mktime's, which a manifest's time needs) when
+// the child is forked must not leave the child waiting on it forever. Each
+// verification has 2 s; one that hangs fails with "deadline passed".
+static void root_verifies_beside_busy_threads(void **)
+{
+	if (geteuid() != 0) {
+		print_message("skipped: needs root\n");
+		return;
+	}
+	const uid_t nobody = 65534;
+	std::string dir = unit_tmpdir();
+	assert_int_equal(chmod(dir.c_str(), 0755), 0);
+	make_gen(dir, 1, 5);
+	for (const char *p : {"", "/1", "/1/a.bin", "/1/sub", "/1/sub/b.bin", "/1/manifest.json"})
+		assert_int_equal(chown((dir + p).c_str(), nobody, nobody), 0);
+	ckpt::VerifyLimits lim;
+	lim.uid = nobody;
+	lim.timeout_ms = 2000;
+	std::atomic<bool> stop{false};
+	std::vector<std::thread> busy;
+	for (int t = 0; t < 3; t++)
+		busy.emplace_back([&stop]() {
+			while (!stop) {
+				struct tm tm = {};
+				tm.tm_year = 126;
+				tm.tm_mday = 1;
+				(void)mktime(&tm);
+				time_t now = time(nullptr);
+				(void)localtime_r(&now, &tm);
+			}
+		});
+	int runs = 0, failed = 0;
+	std::string first;
+	auto end = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+	for (; runs < 400 && !failed && std::chrono::steady_clock::now() < end; runs++) {
+		auto v = ckpt::verify(dir, 1, lim);
+		if (!v.ok()) {
+			failed++;
+			first = v.status().message();
+		}
+	}
+	stop = true;
+	for (auto &t : busy)
+		t.join();
+	print_message("%d verifications beside busy threads, %d failed%s%s\n", runs, failed,
+	              failed ? ": " : "", first.c_str());
+	assert_int_equal(failed, 0);
+	assert_true(runs >= 20);
+}
+
 int main(void)
 {
+	// Root's verifications run the onramp-ckpt just built.
+	ckpt::set_verifier(ONRAMP_BUILDDIR "/contrib/tools/onramp-ckpt");
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(round_trip),
 	    cmocka_unit_test(corrupted_shard_is_named),
@@ -460,6 +514,7 @@ int main(void)
 	    cmocka_unit_test(budget_and_deadline_bound_the_work),
 	    cmocka_unit_test(a_racing_symlink_never_verifies),
 	    cmocka_unit_test(root_hashes_as_the_user),
+	    cmocka_unit_test(root_verifies_beside_busy_threads),
 	};
 	return cmocka_run_group_tests_name("ckpt_manifest", tests, NULL, NULL);
 }
