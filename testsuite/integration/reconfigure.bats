@@ -255,7 +255,7 @@ restart_slurmd() {
 	[ "$(onramp_triggers)" -eq 2 ]
 }
 
-@test "onramp-cluster start on a stopped cluster directory starts it again" {
+@test "onramp-cluster stop ends onramp processes left on the cluster; start on a stopped cluster directory starts it again" {
 	local dir base
 	dir=$(mktemp -d /tmp/onramp-restart.XXXXXX)
 	chmod 755 "$dir"
@@ -263,7 +263,22 @@ restart_slurmd() {
 	base=$(free_port_base 6)
 	export ONRAMP_CTLD_PORT=$base ONRAMP_SLURMD_PORT_BASE=$((base + 2)) ONRAMP_ADMIT_AT_START=no
 	"$ONRAMP_CLUSTER_TOOL" start --dir "$dir" --nodes 2 --racks 1 >/dev/null
-	"$ONRAMP_CLUSTER_TOOL" stop --dir "$dir" >/dev/null
+	# An onramp process a test left talking to that cluster (its
+	# SLURM_CONF) is stopped with it; one of another cluster is not.
+	cp /bin/sleep "$BATS_TEST_TMPDIR/onramp-linger"
+	SLURM_CONF=$dir/etc/slurm.conf "$BATS_TEST_TMPDIR/onramp-linger" 300 &
+	local ours=$!
+	SLURM_CONF=$dir/etc/other.conf "$BATS_TEST_TMPDIR/onramp-linger" 300 &
+	local theirs=$!
+	run "$ONRAMP_CLUSTER_TOOL" stop --dir "$dir"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == *"onramp processes left running on this cluster: $ours"* ]]
+	# Ended by stop's SIGTERM (already dead: wait returns at once).
+	run wait "$ours"
+	[ "$status" -eq 143 ]
+	kill -0 "$theirs"
+	kill "$theirs"
 	run "$ONRAMP_CLUSTER_TOOL" start --dir "$dir" --nodes 2 --racks 1
 	echo "$output"
 	[ "$status" -eq 0 ]
