@@ -1,6 +1,5 @@
 #include "campaign/driver.hpp"
 
-#include <chrono>
 #include <cctype>
 #include <climits>
 #include <csignal>
@@ -11,7 +10,6 @@
 #include <pwd.h>
 #include <set>
 #include <sys/wait.h>
-#include <thread>
 #include <unistd.h>
 
 #include "atomic_file.hpp"
@@ -22,16 +20,6 @@
 
 namespace onramp {
 namespace campaign {
-
-int64_t Clock::now()
-{
-	return static_cast<int64_t>(time(nullptr));
-}
-
-void Clock::sleep(double s)
-{
-	std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int64_t>(s * 1000)));
-}
 
 void SpawnAdmission::start(const std::vector<std::string> &nodes)
 {
@@ -129,7 +117,7 @@ Status Driver::set_node(const std::string &id, const std::string &node, const st
                         const std::string &code, const std::string &detail)
 {
 	hook_.before(state);
-	Status st = j_.set_node(id, node, state, code, detail, clock_.now());
+	Status st = j_.set_node(id, node, state, code, detail, now());
 	if (st.ok())
 		hook_.after(state);
 	return st;
@@ -186,7 +174,7 @@ Result<std::string> Driver::plan(const PlanRequest &r,
 		if (existing->state == "done")
 			return "done " + r.id;
 		if (existing->state != "running" &&
-		    !(st = j_.set_campaign(r.id, "running", "resumed", clock_.now())).ok())
+		    !(st = j_.set_campaign(r.id, "running", "resumed", now())).ok())
 			return st;
 		return "resumed " + r.id;
 	}
@@ -201,7 +189,7 @@ Result<std::string> Driver::plan(const PlanRequest &r,
 	c.fraction = r.fraction;
 	c.min_pass = r.min_pass;
 	c.boot_timeout = r.boot_timeout;
-	auto created = j_.create(c, waves.value(), clock_.now());
+	auto created = j_.create(c, waves.value(), now());
 	if (!created.ok())
 		return created.status();
 	return strprintf("created %s %zu waves", r.id.c_str(), waves->size());
@@ -256,14 +244,14 @@ Result<Outcome> Driver::close_wave(const std::string &id, int k, std::string *wh
 	Status st;
 	if (rate + 1e-9 >= c->min_pass) {
 		*why = strprintf("wave %d passed %d/%d", k, passed, total);
-		st = j_.set_wave(id, k, "passed", clock_.now());
+		st = j_.set_wave(id, k, "passed", now());
 		return st.ok() ? Result<Outcome>(Outcome::Done) : Result<Outcome>(st);
 	}
 	*why = strprintf("paused: wave %d pass rate %d/%d = %.2f < MinWavePassRate %.2f; "
 	                 "not admitted: %s; fix the node(s) and run expand again",
 	                 k, passed, total, rate, c->min_pass, failed.c_str());
-	if (!(st = j_.set_wave(id, k, "failed", clock_.now())).ok() ||
-	    !(st = j_.set_campaign(id, "paused", *why, clock_.now())).ok())
+	if (!(st = j_.set_wave(id, k, "failed", now())).ok() ||
+	    !(st = j_.set_campaign(id, "paused", *why, now())).ok())
 		return st;
 	return Outcome::Paused;
 }
@@ -302,7 +290,7 @@ Result<Outcome> Driver::run_wave(const std::string &id, const WaveView &w, std::
 		state[n.node] = n.state;
 		since[n.node] = n.times.count(n.state) ? n.times.at(n.state) : 0;
 	}
-	Status st = j_.set_wave(id, k, "open", clock_.now());
+	Status st = j_.set_wave(id, k, "open", now());
 	if (!st.ok())
 		return st;
 	Snapshot snap;
@@ -338,7 +326,7 @@ Result<Outcome> Driver::run_wave(const std::string &id, const WaveView &w, std::
 			if (!(st = set_node(id, n, "rebooting")).ok())
 				return st;
 			state[n] = "rebooting";
-			since[n] = clock_.now();
+			since[n] = now();
 		}
 		const std::string list = hostlist_compress(to_reboot);
 		log_info("campaign %s wave %d: rebooting %s", id.c_str(), k,
@@ -355,7 +343,7 @@ Result<Outcome> Driver::run_wave(const std::string &id, const WaveView &w, std::
 		if (!(st = set_node(id, n, "admitting")).ok())
 			return st;
 		state[n] = "admitting";
-		since[n] = clock_.now();
+		since[n] = now();
 	}
 	if (!to_admit.empty())
 		admission_.start(to_admit);
@@ -365,7 +353,7 @@ Result<Outcome> Driver::run_wave(const std::string &id, const WaveView &w, std::
 		std::vector<std::string> came_back;
 		if (!(st = snapshot(&snap)).ok())
 			return st;
-		const int64_t now = clock_.now();
+		const int64_t t = now();
 		for (auto &[n, s] : state) {
 			if (s == "rebooting") {
 				if (back(n)) {
@@ -373,9 +361,9 @@ Result<Outcome> Driver::run_wave(const std::string &id, const WaveView &w, std::
 					    !(st = set_node(id, n, "admitting")).ok())
 						return st;
 					s = "admitting";
-					since[n] = now;
+					since[n] = t;
 					came_back.push_back(n);
-				} else if (now - since[n] > boot_timeout) {
+				} else if (t - since[n] > boot_timeout) {
 					const std::string detail =
 					    strprintf("not back %llds after reboot",
 					              static_cast<long long>(boot_timeout));
@@ -446,7 +434,7 @@ Result<Outcome> Driver::run_wave(const std::string &id, const WaveView &w, std::
 					}
 				}
 				// Back but nobody admits it (no trigger): start it here.
-				if (now - since[n] >= set_.kick_after_s && !kicked.count(n)) {
+				if (t - since[n] >= set_.kick_after_s && !kicked.count(n)) {
 					kicked.insert(n);
 					if (reserved && !admission_queued(n)) {
 						log_info("node %s: no admission job queued; "
@@ -455,7 +443,7 @@ Result<Outcome> Driver::run_wave(const std::string &id, const WaveView &w, std::
 						admission_.start({n});
 					}
 				}
-				if (now - since[n] > set_.admit_timeout_s) {
+				if (t - since[n] > set_.admit_timeout_s) {
 					log_info("node %s: no admission outcome after %llds; it "
 					         "stays in its "
 					         "reservation",
@@ -544,7 +532,7 @@ void Driver::run_pair(const std::string &id, int i, const PairRow &p, const Vali
 			c = '_';
 	const std::string resv =
 	    strprintf("%s_pair_%s_%d", set_.reservation.c_str(), safe_id.c_str(), i);
-	const int64_t t0 = clock_.now();
+	const int64_t t0 = now();
 	auto have = s_.reservations();
 	if (!have.ok() || !have->count(resv)) {
 		Status st = s_.create_reservation(resv, p.node + "," + p.peer, "root");
@@ -596,7 +584,7 @@ void Driver::run_pair(const std::string &id, int i, const PairRow &p, const Vali
 		detail = "job " + (job.ok() ? jobname : job.status().message()) + " exit " +
 		         (rc.empty() ? "?" : rc);
 	s_.delete_reservation(resv);
-	Status st = j_.set_pair(id, p.node, p.peer, result, detail, clock_.now());
+	Status st = j_.set_pair(id, p.node, p.peer, result, detail, now());
 	if (!st.ok())
 		log_warn("campaign %s: %s", id.c_str(), st.message().c_str());
 	log_info("campaign %s: pair %s <-> %s: %s (%s)", id.c_str(), p.node.c_str(), p.peer.c_str(),
@@ -636,8 +624,8 @@ Result<Outcome> Driver::run_smokes(const std::string &id, const Validation &v, s
 		if (sm.result == "running" && known.ok()) {
 			auto j = s_.job(static_cast<uint32_t>(known.value()));
 			if (j.ok() && j->has_value()) {
-				running[sm.rack] = {static_cast<uint32_t>(known.value()),
-				                    clock_.now(), out, sm.nodes};
+				running[sm.rack] = {static_cast<uint32_t>(known.value()), now(),
+				                    out, sm.nodes};
 				log_info("campaign %s: rack %s: waiting for smoke job %s",
 				         id.c_str(), sm.rack.c_str(), sm.job.c_str());
 				continue;
@@ -661,10 +649,9 @@ Result<Outcome> Driver::run_smokes(const std::string &id, const Validation &v, s
 		auto job = s_.submit_batch(args);
 		if (!job.ok()) {
 			const std::string m = job.status().message();
-			if (!(st = j_.set_smoke(id, sm.rack, "", "fail",
-			                        "cannot submit the smoke job on " + sm.nodes +
-			                            ": " + m,
-			                        clock_.now()))
+			if (!(st = j_.set_smoke(
+			          id, sm.rack, "", "fail",
+			          "cannot submit the smoke job on " + sm.nodes + ": " + m, now()))
 			         .ok())
 				return st;
 			log_info("campaign %s: rack %s: cannot submit the smoke job: %s",
@@ -672,11 +659,11 @@ Result<Outcome> Driver::run_smokes(const std::string &id, const Validation &v, s
 			continue;
 		}
 		const std::string jid = std::to_string(job.value());
-		if (!(st = j_.set_smoke(id, sm.rack, jid, "running", "", clock_.now())).ok())
+		if (!(st = j_.set_smoke(id, sm.rack, jid, "running", "", now())).ok())
 			return st;
 		log_info("campaign %s: rack %s: smoke job %s on %s", id.c_str(), sm.rack.c_str(),
 		         jid.c_str(), sm.nodes.c_str());
-		running[sm.rack] = {job.value(), clock_.now(), out, sm.nodes};
+		running[sm.rack] = {job.value(), now(), out, sm.nodes};
 	}
 	while (!running.empty()) {
 		for (auto it = running.begin(); it != running.end();) {
@@ -686,7 +673,7 @@ Result<Outcome> Driver::run_smokes(const std::string &id, const Validation &v, s
 			std::string result = "fail", detail;
 			if (state == "PENDING" || state == "RUNNING" || state == "CONFIGURING" ||
 			    state == "COMPLETING" || state == "SUSPENDED" || state == "REQUEUED") {
-				if (clock_.now() - r.started <= v.smoke_timeout_s) {
+				if (now() - r.started <= v.smoke_timeout_s) {
 					++it;
 					continue;
 				}
@@ -718,8 +705,7 @@ Result<Outcome> Driver::run_smokes(const std::string &id, const Validation &v, s
 					         (rc < 0 ? std::string("?") : std::to_string(rc));
 			}
 			const std::string jid = std::to_string(r.job);
-			if (!(st = j_.set_smoke(id, it->first, jid, result, detail, clock_.now()))
-			         .ok())
+			if (!(st = j_.set_smoke(id, it->first, jid, result, detail, now())).ok())
 				return st;
 			log_info("campaign %s: rack %s: smoke job %s on %s: %s (%s)", id.c_str(),
 			         it->first.c_str(), jid.c_str(), r.nodes.c_str(), result.c_str(),
@@ -729,7 +715,7 @@ Result<Outcome> Driver::run_smokes(const std::string &id, const Validation &v, s
 		if (!running.empty())
 			clock_.sleep(set_.poll_s);
 	}
-	return close_smokes(j_, id, clock_.now(), why);
+	return close_smokes(j_, id, now(), why);
 }
 
 Result<Outcome> Driver::run(const std::string &id, const Validation &v, std::string *why)
@@ -747,8 +733,7 @@ Result<Outcome> Driver::run(const std::string &id, const Validation &v, std::str
 		return r;
 	st = j_.set_campaign(
 	    id, "done",
-	    "all waves passed; cross-rack pairs recorded; smoke job passed on every rack",
-	    clock_.now());
+	    "all waves passed; cross-rack pairs recorded; smoke job passed on every rack", now());
 	if (!st.ok())
 		return st;
 	log_info("campaign %s: done", id.c_str());

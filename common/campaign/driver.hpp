@@ -45,29 +45,15 @@
 
 #include "campaign/journal.hpp"
 #include "config.hpp"
+#include "flow.hpp"
 #include "slurm/client.hpp"
 #include "status.hpp"
 
 namespace onramp {
 namespace campaign {
 
-// Time as the driver sees it, in seconds (a fake one in unit tests).
-class Clock {
-public:
-	virtual ~Clock() = default;
-	virtual int64_t now();
-	virtual void sleep(double seconds);
-};
-
-// Called around each node's journal write: before(STATE) after the actions
-// that lead to STATE but before it is journaled, after(STATE) right after.
-// The default does nothing; unit tests throw from it to simulate a crash.
-class CrashHook {
-public:
-	virtual ~CrashHook() = default;
-	virtual void before(const std::string &) {}
-	virtual void after(const std::string &) {}
-};
+using onramp::Clock;     // common/flow.hpp
+using onramp::CrashHook; // common/flow.hpp
 
 // Starting admissions is onramp's own business, not Slurm's.
 class Admission {
@@ -174,6 +160,7 @@ public:
 
 private:
 	struct Snapshot;
+	int64_t now() { return clock_.now_ms() / 1000; }
 	Status snapshot(Snapshot *s);
 	Status set_node(const std::string &id, const std::string &node, const std::string &state,
 	                const std::string &code = "", const std::string &detail = "");

@@ -13,6 +13,8 @@
 
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "campaign/driver.hpp"
 #include "slurm/fake.hpp"
 
@@ -43,7 +45,7 @@ struct World : Clock, Admission {
 			fs.reservations_.insert("onramp_admission_" + n.name);
 		};
 	}
-	int64_t now() override { return t; }
+	int64_t now_ms() override { return t * 1000; }
 	void sleep(double s) override
 	{
 		t += static_cast<int64_t>(s < 1 ? 1 : s);
@@ -286,6 +288,74 @@ void a_node_not_back_in_time_is_drained_boot_timeout(void **)
 	assert_int_equal(w.fs.reservations_.count("onramp_admission_node5"), 0);
 }
 
+// The journal as the bash orchestrator and the former onramp-campaign left
+// it when killed in wave 1 (their DDL and rows, written here by hand):
+// node1 admitted, node5 journaled rebooting at 2000 and booted since. The
+// driver continues it: node5 is not rebooted again, wave 2 runs, done.
+void a_journal_left_by_the_old_tool_mid_wave_is_finished(void **)
+{
+	std::string dir = tmpdir();
+	sqlite3 *db = nullptr;
+	assert_int_equal(sqlite3_open((dir + "/onramp.db").c_str(), &db), SQLITE_OK);
+	const char *old = R"SQL(
+PRAGMA journal_mode=WAL;
+CREATE TABLE expand_campaigns (
+  id TEXT PRIMARY KEY, nodes TEXT NOT NULL, fraction REAL NOT NULL,
+  min_pass REAL NOT NULL, boot_timeout INTEGER NOT NULL,
+  state TEXT NOT NULL, status TEXT NOT NULL DEFAULT '',
+  created INTEGER NOT NULL, updated INTEGER NOT NULL);
+CREATE TABLE expand_nodes (
+  campaign TEXT NOT NULL, node TEXT NOT NULL, rack TEXT NOT NULL,
+  wave INTEGER NOT NULL, state TEXT NOT NULL,
+  code TEXT NOT NULL DEFAULT '', detail TEXT NOT NULL DEFAULT '',
+  reboots INTEGER NOT NULL DEFAULT 0,
+  t_planned INTEGER, t_rebooting INTEGER, t_booted INTEGER, t_admitting INTEGER,
+  t_admitted INTEGER, t_drained INTEGER, t_boot_timeout INTEGER,
+  PRIMARY KEY (campaign, node));
+CREATE TABLE expand_waves (
+  campaign TEXT NOT NULL, wave INTEGER NOT NULL, state TEXT NOT NULL,
+  opened INTEGER, closed INTEGER, PRIMARY KEY (campaign, wave));
+CREATE TABLE expand_events (
+  campaign TEXT NOT NULL, node TEXT NOT NULL, state TEXT NOT NULL,
+  time INTEGER NOT NULL);
+INSERT INTO expand_campaigns VALUES ('c1', 'node[1-2,5-6]', 0.5, 0.5, 600, 'running', '',
+  1000, 1000);
+INSERT INTO expand_waves VALUES ('c1', 1, 'open', 1500, NULL), ('c1', 2, 'planned', NULL, NULL);
+INSERT INTO expand_nodes (campaign, node, rack, wave, state, reboots, t_planned, t_rebooting,
+  t_booted, t_admitting, t_admitted) VALUES
+  ('c1', 'node1', 'leaf1', 1, 'admitted', 1, 1000, 1500, 1600, 1600, 1700),
+  ('c1', 'node5', 'leaf2', 1, 'rebooting', 1, 1000, 2000, NULL, NULL, NULL),
+  ('c1', 'node2', 'leaf1', 2, 'planned', 0, 1000, NULL, NULL, NULL, NULL),
+  ('c1', 'node6', 'leaf2', 2, 'planned', 0, 1000, NULL, NULL, NULL, NULL);
+)SQL";
+	assert_int_equal(sqlite3_exec(db, old, nullptr, nullptr, nullptr), SQLITE_OK);
+	sqlite3_close(db);
+	World w;
+	w.t = 2100;
+	w.fs.nodes_["node1"].features_active = "gpu,onramp_admitted";
+	w.fs.nodes_["node1"].boot_time = 1550;
+	w.fs.nodes_["node5"].boot_time = 2050; // the reboot issued before the kill
+	w.fs.reservations_.insert("onramp_admission_node5");
+	w.admitting.insert("node5"); // the admission the old script started
+	CountingCrash none;
+	std::string why;
+	auto r = run(w, dir, none, 0.5, &why);
+	assert_true(r.ok());
+	assert_true(r.value() == Outcome::Done);
+	auto rb = w.reboots();
+	assert_int_equal(rb.count("node1") + rb.count("node5"), 0);
+	assert_int_equal(rb["node2"], 1);
+	assert_int_equal(rb["node6"], 1);
+	auto j = open_journal(dir);
+	auto nodes = j->nodes("c1");
+	assert_true(nodes.ok());
+	for (const auto &n : nodes.value()) {
+		assert_string_equal(n.state.c_str(), "admitted");
+		assert_int_equal(n.reboots, 1);
+	}
+	remove_dir(dir);
+}
+
 } // namespace
 
 int main()
@@ -295,6 +365,7 @@ int main()
 	    cmocka_unit_test(a_crash_at_every_step_then_resume_reboots_no_node_twice),
 	    cmocka_unit_test(a_wave_below_the_rate_pauses_and_a_rerun_readmits_without_reboot),
 	    cmocka_unit_test(a_node_not_back_in_time_is_drained_boot_timeout),
+	    cmocka_unit_test(a_journal_left_by_the_old_tool_mid_wave_is_finished),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
