@@ -356,6 +356,75 @@ INSERT INTO expand_nodes (campaign, node, rack, wave, state, reboots, t_planned,
 	remove_dir(dir);
 }
 
+// After the waves: each cross-rack pair runs in its own reservation (gone
+// afterwards) and is journaled with its verdict's detail; a rack whose smoke
+// job fails pauses the campaign; after the fix only that rack's smoke job
+// runs again, and the campaign is done.
+void pairs_and_smoke_jobs_then_done_and_a_failed_rack_reruns_alone(void **)
+{
+	std::string dir = tmpdir();
+	World w;
+	bool smoke_fails = true;
+	w.fs.on_submit = [&](FakeSlurm::FakeJob &j, const std::vector<std::string> &args) {
+		std::string out;
+		for (size_t i = 0; i + 1 < args.size(); i++)
+			if (args[i] == "-o")
+				out = args[i + 1];
+		const bool pair = j.job.name.compare(0, 12, "onramp-pair:") == 0;
+		const bool bad = !pair && j.job.name == "onramp-smoke:c1:leaf2" && smoke_fails;
+		FILE *f = fopen(out.c_str(), "w");
+		assert_non_null(f);
+		fputs(pair  ? "srun: noise\n{\"detail\": \"180 GB/s both ways\"}\n"
+		      : bad ? "verdict: fail: node6: smoke test failed\n"
+		            : "verdict: pass: 2 nodes\n",
+		      f);
+		fclose(f);
+		j.job.state = bad ? "FAILED" : "COMPLETED";
+		j.job.exit_status = bad ? 1 : 0;
+	};
+	Validation v;
+	v.admit = "onramp-admit";
+	v.smoke_job = "onramp-smoke-job";
+	v.account = "acct";
+	v.out_dir = dir + "/expand";
+	auto j = open_journal(dir);
+	Settings s = settings();
+	CountingCrash none;
+	Driver d(*j, w.fs, w, s, w, none);
+	PlanRequest r{"c1", {"node1", "node2", "node5", "node6"}, 0.5, 1, 600};
+	bool refused = false;
+	assert_true(d.plan(r, kLeafOf, kSizes, &refused).ok());
+	std::string why;
+	auto out = d.run("c1", v, &why);
+	assert_true(out.ok());
+	assert_true(out.value() == Outcome::Paused);
+	assert_contains(why, "smoke job failed on rack leaf2");
+	assert_contains(why, "node6: smoke test failed");
+	auto pairs = j->pairs("c1");
+	assert_true(pairs.ok() && !pairs->empty());
+	for (const auto &p : pairs.value()) {
+		assert_string_equal(p.result.c_str(), "pass");
+		assert_string_equal(p.detail.c_str(), "180 GB/s both ways");
+		assert_string_not_equal(p.rack.c_str(), p.peer_rack.c_str());
+	}
+	for (const auto &name : w.fs.reservations_)
+		assert_true(name.find("_pair_") == std::string::npos);
+	smoke_fails = false; // fixed
+	out = d.run("c1", v, &why);
+	assert_true(out.ok());
+	assert_true(out.value() == Outcome::Done);
+	int leaf1 = 0, leaf2 = 0;
+	for (const auto &a : w.fs.actions) {
+		leaf1 += a == "submit onramp-smoke:c1:leaf1";
+		leaf2 += a == "submit onramp-smoke:c1:leaf2";
+	}
+	assert_int_equal(leaf1, 1);
+	assert_int_equal(leaf2, 2);
+	bool found = false;
+	assert_string_equal(j->campaign("c1", &found)->state.c_str(), "done");
+	assert_int_equal(w.reboots().size(), 4);
+}
+
 } // namespace
 
 int main()
@@ -366,6 +435,7 @@ int main()
 	    cmocka_unit_test(a_wave_below_the_rate_pauses_and_a_rerun_readmits_without_reboot),
 	    cmocka_unit_test(a_node_not_back_in_time_is_drained_boot_timeout),
 	    cmocka_unit_test(a_journal_left_by_the_old_tool_mid_wave_is_finished),
+	    cmocka_unit_test(pairs_and_smoke_jobs_then_done_and_a_failed_rack_reruns_alone),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
