@@ -1,8 +1,6 @@
 #include "campaign/journal.hpp"
 
-#include <cstring>
-#include <sqlite3.h>
-
+#include "db/db.hpp"
 #include "log.hpp"
 
 namespace onramp {
@@ -58,289 +56,236 @@ CREATE TABLE IF NOT EXISTS expand_smoke (
   PRIMARY KEY (campaign, rack));
 )SQL";
 
-// One prepared statement; binds by position, finalized on destruction.
-class Stmt {
-public:
-	Stmt(sqlite3 *db, const char *sql) : db_(db)
-	{
-		if (sqlite3_prepare_v2(db, sql, -1, &s_, nullptr) != SQLITE_OK)
-			s_ = nullptr;
-	}
-	~Stmt() { sqlite3_finalize(s_); }
-	bool ok() const { return s_ != nullptr; }
-	Stmt &bind(int i, const std::string &v)
-	{
-		sqlite3_bind_text(s_, i, v.c_str(), -1, SQLITE_TRANSIENT);
-		return *this;
-	}
-	Stmt &bind(int i, int64_t v)
-	{
-		sqlite3_bind_int64(s_, i, v);
-		return *this;
-	}
-	Stmt &bind(int i, double v)
-	{
-		sqlite3_bind_double(s_, i, v);
-		return *this;
-	}
-	// SQLITE_ROW, SQLITE_DONE or an error code.
-	int step() { return sqlite3_step(s_); }
-	std::string text(int c) const
-	{
-		const unsigned char *t = sqlite3_column_text(s_, c);
-		return t ? reinterpret_cast<const char *>(t) : "";
-	}
-	int64_t integer(int c) const { return sqlite3_column_int64(s_, c); }
-	double real(int c) const { return sqlite3_column_double(s_, c); }
-	bool null(int c) const { return sqlite3_column_type(s_, c) == SQLITE_NULL; }
-	Status error(const char *what) const
-	{
-		return Status::Error(strprintf("journal: %s: %s", what, sqlite3_errmsg(db_)));
-	}
-
-private:
-	sqlite3 *db_;
-	sqlite3_stmt *s_ = nullptr;
-};
-
-Status run(Stmt &s, const char *what)
+// "journal: what: ..." as before the move to common/db.
+Status err(const char *what, const Status &st)
 {
-	if (!s.ok())
-		return s.error(what);
-	int rc = s.step();
-	return rc == SQLITE_DONE || rc == SQLITE_ROW ? Status::Ok() : s.error(what);
+	return Status::Error(std::string("journal: ") + what + ": " + st.message());
+}
+
+CampaignRow campaign_row(const db::Stmt &q)
+{
+	CampaignRow c;
+	c.id = q.text("id");
+	c.nodes = q.text("nodes");
+	c.fraction = q.real("fraction");
+	c.min_pass = q.real("min_pass");
+	c.boot_timeout = q.i64("boot_timeout");
+	c.state = q.text("state");
+	c.status = q.text("status");
+	c.created = q.i64("created");
+	c.updated = q.i64("updated");
+	return c;
+}
+
+const char kCampaignCols[] =
+    "SELECT id, nodes, fraction, min_pass, boot_timeout, state, status, created, updated "
+    "FROM expand_campaigns";
+
+// Prepare sql, bind with bind(stmt), call row(stmt) for every row.
+template <typename B, typename R>
+Status query(db::Db &d, const char *what, const std::string &sql, B bind, R row)
+{
+	auto q = d.prepare(sql);
+	if (!q.ok())
+		return err(what, q.status());
+	bind(q.value());
+	Status st = q->each(row);
+	return st.ok() ? st : err(what, st);
+}
+
+// Prepare sql, bind, run (no rows).
+template <typename B> Status update(db::Db &d, const char *what, const std::string &sql, B bind)
+{
+	return query(d, what, sql, bind, [](const db::Stmt &) {});
 }
 
 } // namespace
 
-Journal::~Journal()
-{
-	sqlite3_close(db_);
-}
+Journal::Journal(std::unique_ptr<db::Db> db) : db_(std::move(db)) {}
 
-Status Journal::exec(const std::string &sql)
-{
-	char *err = nullptr;
-	if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
-		std::string m = err ? err : sqlite3_errmsg(db_);
-		sqlite3_free(err);
-		return Status::Error("journal: " + m);
-	}
-	return Status::Ok();
-}
-
-namespace {
-
-Result<sqlite3 *> open_db(const std::string &path, int flags, int busy_ms)
-{
-	sqlite3 *db = nullptr;
-	int rc = sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
-	if (rc != SQLITE_OK) {
-		std::string m = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
-		sqlite3_close(db);
-		return Status::Error("journal " + path + ": " + m);
-	}
-	sqlite3_busy_timeout(db, busy_ms);
-	return db;
-}
-
-} // namespace
+Journal::~Journal() = default;
 
 Result<std::unique_ptr<Journal>> Journal::open_readonly(const std::string &path)
 {
-	auto db = open_db(path, SQLITE_OPEN_READONLY, 2000);
-	if (!db.ok())
-		return db.status();
-	return std::unique_ptr<Journal>(new Journal(db.value()));
+	auto d = db::Db::open(path, 2000, true);
+	if (!d.ok())
+		return d.status();
+	return std::unique_ptr<Journal>(new Journal(std::move(d.value())));
 }
 
 Result<std::unique_ptr<Journal>> Journal::open(const std::string &path)
 {
-	auto db = open_db(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, 10000);
-	if (!db.ok())
-		return db.status();
-	std::unique_ptr<Journal> j(new Journal(db.value()));
-	for (const char *sql : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL", kSchema}) {
-		Status st = j->exec(sql);
-		if (!st.ok())
-			return Status::Error(path + ": " + st.message());
-	}
-	return j;
+	auto d = db::Db::open(path);
+	if (!d.ok())
+		return d.status();
+	Status st = d.value()->exec(kSchema);
+	if (!st.ok())
+		return st;
+	return std::unique_ptr<Journal>(new Journal(std::move(d.value())));
 }
 
 Result<bool> Journal::create(const CampaignRow &c, const std::vector<Wave> &waves, int64_t now)
 {
-	Status st = exec("BEGIN IMMEDIATE");
+	db::Transaction t(*db_);
+	if (!t.status().ok())
+		return t.status();
+	bool exists = false;
+	Status st = query(
+	    *db_, "create", "SELECT 1 AS one FROM expand_campaigns WHERE id = :id",
+	    [&](db::Stmt &q) { q.bind(":id", c.id); }, [&](const db::Stmt &) { exists = true; });
 	if (!st.ok())
 		return st;
-	auto fail = [&](Status s) {
-		exec("ROLLBACK");
-		return s;
-	};
-	{
-		Stmt q(db_, "SELECT 1 FROM expand_campaigns WHERE id = ?");
-		if (!q.ok())
-			return fail(q.error("create"));
-		q.bind(1, c.id);
-		if (q.step() == SQLITE_ROW) {
-			exec("ROLLBACK");
-			return false;
+	if (exists)
+		return false;
+	st = update(
+	    *db_, "create campaign",
+	    "INSERT INTO expand_campaigns (id, nodes, fraction, min_pass, boot_timeout, "
+	    "state, status, created, updated) VALUES (:id, :nodes, :fraction, :min_pass, "
+	    ":boot_timeout, :state, :status, :now, :now)",
+	    [&](db::Stmt &q) {
+		    q.bind(":id", c.id).bind(":nodes", c.nodes).bind(":fraction", c.fraction);
+		    q.bind(":min_pass", c.min_pass).bind(":boot_timeout", c.boot_timeout);
+		    q.bind(":state", c.state).bind(":status", c.status).bind(":now", now);
+	    });
+	for (size_t k = 0; st.ok() && k < waves.size(); k++) {
+		const int64_t wave = static_cast<int64_t>(k + 1);
+		st = update(*db_, "create wave",
+		            "INSERT INTO expand_waves (campaign, wave, state) "
+		            "VALUES (:id, :wave, 'planned')",
+		            [&](db::Stmt &q) { q.bind(":id", c.id).bind(":wave", wave); });
+		for (size_t i = 0; st.ok() && i < waves[k].size(); i++) {
+			const Member &m = waves[k][i];
+			st = update(
+			    *db_, "create node",
+			    "INSERT INTO expand_nodes (campaign, node, rack, wave, state, "
+			    "t_planned) VALUES (:id, :node, :rack, :wave, 'planned', :now)",
+			    [&](db::Stmt &q) {
+				    q.bind(":id", c.id).bind(":node", m.node).bind(":rack", m.rack);
+				    q.bind(":wave", wave).bind(":now", now);
+			    });
+			if (st.ok())
+				st = update(*db_, "create event",
+				            "INSERT INTO expand_events VALUES (:id, :node, "
+				            "'planned', :now)",
+				            [&](db::Stmt &q) {
+					            q.bind(":id", c.id)
+					                .bind(":node", m.node)
+					                .bind(":now", now);
+				            });
 		}
 	}
-	Stmt ins(db_, "INSERT INTO expand_campaigns (id, nodes, fraction, min_pass, boot_timeout, "
-	              "state, status, created, updated) VALUES (?,?,?,?,?,?,?,?,?)");
-	if (!ins.ok())
-		return fail(ins.error("create"));
-	ins.bind(1, c.id).bind(2, c.nodes).bind(3, c.fraction).bind(4, c.min_pass);
-	ins.bind(5, c.boot_timeout).bind(6, c.state).bind(7, c.status).bind(8, now).bind(9, now);
-	if (!(st = run(ins, "create campaign")).ok())
-		return fail(st);
-	for (size_t k = 0; k < waves.size(); k++) {
-		Stmt w(db_,
-		       "INSERT INTO expand_waves (campaign, wave, state) VALUES (?,?,'planned')");
-		w.bind(1, c.id).bind(2, static_cast<int64_t>(k + 1));
-		if (!(st = run(w, "create wave")).ok())
-			return fail(st);
-		for (const auto &m : waves[k]) {
-			Stmt n(db_, "INSERT INTO expand_nodes (campaign, node, rack, wave, state, "
-			            "t_planned) VALUES (?,?,?,?,'planned',?)");
-			n.bind(1, c.id).bind(2, m.node).bind(3, m.rack);
-			n.bind(4, static_cast<int64_t>(k + 1)).bind(5, now);
-			if (!(st = run(n, "create node")).ok())
-				return fail(st);
-			Stmt e(db_, "INSERT INTO expand_events VALUES (?,?,'planned',?)");
-			e.bind(1, c.id).bind(2, m.node).bind(3, now);
-			if (!(st = run(e, "create event")).ok())
-				return fail(st);
-		}
-	}
-	if (!(st = exec("COMMIT")).ok())
-		return fail(st);
+	if (!st.ok())
+		return st;
+	if (!(st = t.commit()).ok())
+		return st;
 	return true;
 }
 
-static CampaignRow campaign_row(const Stmt &q)
-{
-	CampaignRow c;
-	c.id = q.text(0);
-	c.nodes = q.text(1);
-	c.fraction = q.real(2);
-	c.min_pass = q.real(3);
-	c.boot_timeout = q.integer(4);
-	c.state = q.text(5);
-	c.status = q.text(6);
-	c.created = q.integer(7);
-	c.updated = q.integer(8);
-	return c;
-}
-
-static const char kCampaignCols[] =
-    "SELECT id, nodes, fraction, min_pass, boot_timeout, state, status, created, updated "
-    "FROM expand_campaigns";
-
 Result<CampaignRow> Journal::campaign(const std::string &id, bool *found)
 {
-	Stmt q(db_, (std::string(kCampaignCols) + " WHERE id = ?").c_str());
-	if (!q.ok())
-		return q.error("campaign");
-	q.bind(1, id);
-	int rc = q.step();
-	*found = rc == SQLITE_ROW;
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-		return q.error("campaign");
-	return *found ? campaign_row(q) : CampaignRow{};
+	CampaignRow c;
+	*found = false;
+	Status st = query(
+	    *db_, "campaign", std::string(kCampaignCols) + " WHERE id = :id",
+	    [&](db::Stmt &q) { q.bind(":id", id); },
+	    [&](const db::Stmt &q) {
+		    c = campaign_row(q);
+		    *found = true;
+	    });
+	if (!st.ok())
+		return st;
+	return c;
 }
 
 Result<std::vector<CampaignRow>> Journal::campaigns()
 {
-	Stmt q(db_, (std::string(kCampaignCols) + " ORDER BY created, id").c_str());
-	if (!q.ok())
-		return q.error("campaigns");
 	std::vector<CampaignRow> out;
-	int rc;
-	while ((rc = q.step()) == SQLITE_ROW)
-		out.push_back(campaign_row(q));
-	if (rc != SQLITE_DONE)
-		return q.error("campaigns");
+	Status st = query(
+	    *db_, "campaigns", std::string(kCampaignCols) + " ORDER BY created, id",
+	    [](db::Stmt &) {}, [&](const db::Stmt &q) { out.push_back(campaign_row(q)); });
+	if (!st.ok())
+		return st;
 	return out;
 }
 
 Result<std::vector<NodeRow>> Journal::nodes(const std::string &id)
 {
-	Stmt q(db_, "SELECT node, rack, wave, state, code, detail, reboots, t_planned, "
-	            "t_rebooting, t_booted, t_admitting, t_admitted, t_drained, t_boot_timeout "
-	            "FROM expand_nodes WHERE campaign = ? ORDER BY wave, rowid");
-	if (!q.ok())
-		return q.error("nodes");
-	q.bind(1, id);
 	std::vector<NodeRow> out;
-	int rc;
-	while ((rc = q.step()) == SQLITE_ROW) {
-		NodeRow n;
-		n.node = q.text(0);
-		n.rack = q.text(1);
-		n.wave = static_cast<int>(q.integer(2));
-		n.state = q.text(3);
-		n.code = q.text(4);
-		n.detail = q.text(5);
-		n.reboots = static_cast<int>(q.integer(6));
-		for (int i = 0; kNodeStates[i]; i++)
-			if (!q.null(7 + i))
-				n.times[kNodeStates[i]] = q.integer(7 + i);
-		out.push_back(std::move(n));
-	}
-	if (rc != SQLITE_DONE)
-		return q.error("nodes");
+	Status st = query(
+	    *db_, "nodes",
+	    "SELECT node, rack, wave, state, code, detail, reboots, t_planned, t_rebooting, "
+	    "t_booted, t_admitting, t_admitted, t_drained, t_boot_timeout "
+	    "FROM expand_nodes WHERE campaign = :id ORDER BY wave, rowid",
+	    [&](db::Stmt &q) { q.bind(":id", id); },
+	    [&](const db::Stmt &q) {
+		    NodeRow n;
+		    n.node = q.text("node");
+		    n.rack = q.text("rack");
+		    n.wave = static_cast<int>(q.i64("wave"));
+		    n.state = q.text("state");
+		    n.code = q.text("code");
+		    n.detail = q.text("detail");
+		    n.reboots = static_cast<int>(q.i64("reboots"));
+		    for (int i = 0; kNodeStates[i]; i++) {
+			    const std::string col = std::string("t_") + kNodeStates[i];
+			    if (!q.is_null(col.c_str()))
+				    n.times[kNodeStates[i]] = q.i64(col.c_str());
+		    }
+		    out.push_back(std::move(n));
+	    });
+	if (!st.ok())
+		return st;
 	return out;
 }
 
 Result<std::vector<WaveRow>> Journal::waves(const std::string &id)
 {
-	Stmt q(db_, "SELECT wave, state, opened, closed FROM expand_waves WHERE campaign = ? "
-	            "ORDER BY wave");
-	if (!q.ok())
-		return q.error("waves");
-	q.bind(1, id);
 	std::vector<WaveRow> out;
-	int rc;
-	while ((rc = q.step()) == SQLITE_ROW)
-		out.push_back(
-		    {static_cast<int>(q.integer(0)), q.text(1), q.integer(2), q.integer(3)});
-	if (rc != SQLITE_DONE)
-		return q.error("waves");
+	Status st = query(
+	    *db_, "waves",
+	    "SELECT wave, state, opened, closed FROM expand_waves WHERE campaign = :id "
+	    "ORDER BY wave",
+	    [&](db::Stmt &q) { q.bind(":id", id); },
+	    [&](const db::Stmt &q) {
+		    out.push_back({static_cast<int>(q.i64("wave")), q.text("state"),
+		                   q.i64("opened"), q.i64("closed")});
+	    });
+	if (!st.ok())
+		return st;
 	return out;
 }
 
 Result<std::vector<EventRow>> Journal::events(const std::string &id)
 {
-	Stmt q(db_, "SELECT node, state, time FROM expand_events WHERE campaign = ? "
-	            "ORDER BY time, rowid");
-	if (!q.ok())
-		return q.error("events");
-	q.bind(1, id);
 	std::vector<EventRow> out;
-	int rc;
-	while ((rc = q.step()) == SQLITE_ROW)
-		out.push_back({q.text(0), q.text(1), q.integer(2)});
-	if (rc != SQLITE_DONE)
-		return q.error("events");
+	Status st = query(
+	    *db_, "events",
+	    "SELECT node, state, time FROM expand_events WHERE campaign = :id "
+	    "ORDER BY time, rowid",
+	    [&](db::Stmt &q) { q.bind(":id", id); },
+	    [&](const db::Stmt &q) {
+		    out.push_back({q.text("node"), q.text("state"), q.i64("time")});
+	    });
+	if (!st.ok())
+		return st;
 	return out;
 }
 
 Result<std::vector<PairRow>> Journal::pairs(const std::string &id)
 {
-	Stmt q(db_, "SELECT node, rack, peer, peer_rack, result, detail, time FROM expand_pairs "
-	            "WHERE campaign = ? ORDER BY rowid");
-	if (!q.ok())
-		return q.error("pairs");
-	q.bind(1, id);
 	std::vector<PairRow> out;
-	int rc;
-	while ((rc = q.step()) == SQLITE_ROW)
-		out.push_back({q.text(0), q.text(1), q.text(2), q.text(3), q.text(4), q.text(5),
-		               q.integer(6)});
-	if (rc != SQLITE_DONE)
-		return q.error("pairs");
+	Status st = query(
+	    *db_, "pairs",
+	    "SELECT node, rack, peer, peer_rack, result, detail, time FROM expand_pairs "
+	    "WHERE campaign = :id ORDER BY rowid",
+	    [&](db::Stmt &q) { q.bind(":id", id); },
+	    [&](const db::Stmt &q) {
+		    out.push_back({q.text("node"), q.text("rack"), q.text("peer"),
+		                   q.text("peer_rack"), q.text("result"), q.text("detail"),
+		                   q.i64("time")});
+	    });
+	if (!st.ok())
+		return st;
 	return out;
 }
 
@@ -349,112 +294,134 @@ Status Journal::set_node(const std::string &id, const std::string &node, const s
 {
 	if (!valid_node_state(state))
 		return Status::Error("unknown node state '" + state + "'");
-	Status st = exec("BEGIN IMMEDIATE");
+	db::Transaction t(*db_);
+	if (!t.status().ok())
+		return t.status();
+	std::string old;
+	bool found = false;
+	Status st = query(
+	    *db_, "set node",
+	    "SELECT state FROM expand_nodes WHERE campaign = :id AND node = :node",
+	    [&](db::Stmt &q) { q.bind(":id", id).bind(":node", node); },
+	    [&](const db::Stmt &q) {
+		    old = q.text("state");
+		    found = true;
+	    });
 	if (!st.ok())
 		return st;
-	auto fail = [&](Status s) {
-		exec("ROLLBACK");
-		return s;
-	};
-	std::string old;
-	{
-		Stmt q(db_, "SELECT state FROM expand_nodes WHERE campaign = ? AND node = ?");
-		if (!q.ok())
-			return fail(q.error("set node"));
-		q.bind(1, id).bind(2, node);
-		if (q.step() != SQLITE_ROW)
-			return fail(Status::Error("campaign " + id + " has no node " + node));
-		old = q.text(0);
-	}
+	if (!found)
+		return Status::Error("campaign " + id + " has no node " + node);
 	if (old == state)
-		return exec("ROLLBACK");
+		return Status::Ok(); // rolled back: nothing written
 	// state is one of kNodeStates, so the column name is safe to splice.
-	std::string sql = "UPDATE expand_nodes SET state = ?, code = ?, detail = ?, t_" + state +
-	                  " = ?, reboots = reboots + ? WHERE campaign = ? AND node = ?";
-	Stmt u(db_, sql.c_str());
-	u.bind(1, state).bind(2, code).bind(3, detail).bind(4, now);
-	u.bind(5, static_cast<int64_t>(state == "rebooting" ? 1 : 0)).bind(6, id).bind(7, node);
-	if (!(st = run(u, "set node")).ok())
-		return fail(st);
-	Stmt e(db_, "INSERT INTO expand_events VALUES (?,?,?,?)");
-	e.bind(1, id).bind(2, node).bind(3, state).bind(4, now);
-	if (!(st = run(e, "set node event")).ok())
-		return fail(st);
-	return exec("COMMIT");
+	st = update(
+	    *db_, "set node",
+	    "UPDATE expand_nodes SET state = :state, code = :code, detail = :detail, t_" + state +
+	        " = :now, reboots = reboots + :reboot WHERE campaign = :id AND node = :node",
+	    [&](db::Stmt &q) {
+		    q.bind(":state", state).bind(":code", code).bind(":detail", detail);
+		    q.bind(":now", now).bind(":reboot", state == "rebooting" ? 1 : 0);
+		    q.bind(":id", id).bind(":node", node);
+	    });
+	if (st.ok())
+		st = update(*db_, "set node event",
+		            "INSERT INTO expand_events VALUES (:id, :node, :state, :now)",
+		            [&](db::Stmt &q) {
+			            q.bind(":id", id).bind(":node", node).bind(":state", state);
+			            q.bind(":now", now);
+		            });
+	return st.ok() ? t.commit() : st;
 }
 
 Status Journal::set_wave(const std::string &id, int wave, const std::string &state, int64_t now)
 {
 	const char *sql = state == "open"
-	                      ? "UPDATE expand_waves SET state = ?, opened = coalesce(opened, ?) "
-	                        "WHERE campaign = ? AND wave = ?"
-	                      : "UPDATE expand_waves SET state = ?, closed = ? "
-	                        "WHERE campaign = ? AND wave = ?";
-	Stmt u(db_, sql);
-	u.bind(1, state).bind(2, now).bind(3, id).bind(4, static_cast<int64_t>(wave));
-	return run(u, "set wave");
+	                      ? "UPDATE expand_waves SET state = :state, opened = "
+	                        "coalesce(opened, :now) WHERE campaign = :id AND wave = :wave"
+	                      : "UPDATE expand_waves SET state = :state, closed = :now "
+	                        "WHERE campaign = :id AND wave = :wave";
+	return update(*db_, "set wave", sql, [&](db::Stmt &q) {
+		q.bind(":state", state).bind(":now", now).bind(":id", id).bind(":wave", wave);
+	});
 }
 
 Status Journal::set_campaign(const std::string &id, const std::string &state,
                              const std::string &status, int64_t now)
 {
-	Stmt u(db_, "UPDATE expand_campaigns SET state = ?, status = ?, updated = ? WHERE id = ?");
-	u.bind(1, state).bind(2, status).bind(3, now).bind(4, id);
-	return run(u, "set campaign");
+	return update(*db_, "set campaign",
+	              "UPDATE expand_campaigns SET state = :state, status = :status, "
+	              "updated = :now WHERE id = :id",
+	              [&](db::Stmt &q) {
+		              q.bind(":state", state).bind(":status", status).bind(":now", now);
+		              q.bind(":id", id);
+	              });
 }
 
 Status Journal::add_pair(const std::string &id, const Pair &p)
 {
-	Stmt u(db_, "INSERT OR IGNORE INTO expand_pairs (campaign, node, rack, peer, peer_rack) "
-	            "VALUES (?,?,?,?,?)");
-	u.bind(1, id).bind(2, p.node).bind(3, p.rack).bind(4, p.peer).bind(5, p.peer_rack);
-	return run(u, "add pair");
+	return update(*db_, "add pair",
+	              "INSERT OR IGNORE INTO expand_pairs (campaign, node, rack, peer, peer_rack) "
+	              "VALUES (:id, :node, :rack, :peer, :peer_rack)",
+	              [&](db::Stmt &q) {
+		              q.bind(":id", id).bind(":node", p.node).bind(":rack", p.rack);
+		              q.bind(":peer", p.peer).bind(":peer_rack", p.peer_rack);
+	              });
 }
 
 Status Journal::set_pair(const std::string &id, const std::string &node, const std::string &peer,
                          const std::string &result, const std::string &detail, int64_t now)
 {
-	Stmt u(db_, "UPDATE expand_pairs SET result = ?, detail = ?, time = ? "
-	            "WHERE campaign = ? AND node = ? AND peer = ?");
-	u.bind(1, result).bind(2, detail).bind(3, now).bind(4, id).bind(5, node).bind(6, peer);
-	Status st = run(u, "set pair");
-	if (st.ok() && sqlite3_changes(db_) == 0)
+	Status st = update(*db_, "set pair",
+	                   "UPDATE expand_pairs SET result = :result, detail = :detail, "
+	                   "time = :now WHERE campaign = :id AND node = :node AND peer = :peer",
+	                   [&](db::Stmt &q) {
+		                   q.bind(":result", result).bind(":detail", detail);
+		                   q.bind(":now", now).bind(":id", id).bind(":node", node);
+		                   q.bind(":peer", peer);
+	                   });
+	if (st.ok() && db_->changes() == 0)
 		return Status::Error("campaign " + id + " has no pair " + node + "/" + peer);
 	return st;
 }
 
 Result<std::vector<SmokeRow>> Journal::smokes(const std::string &id)
 {
-	Stmt q(db_, "SELECT rack, nodes, job, result, detail, time FROM expand_smoke "
-	            "WHERE campaign = ? ORDER BY rack");
-	if (!q.ok())
-		return q.error("smokes");
-	q.bind(1, id);
 	std::vector<SmokeRow> out;
-	int rc;
-	while ((rc = q.step()) == SQLITE_ROW)
-		out.push_back(
-		    {q.text(0), q.text(1), q.text(2), q.text(3), q.text(4), q.integer(5)});
-	if (rc != SQLITE_DONE)
-		return q.error("smokes");
+	Status st = query(
+	    *db_, "smokes",
+	    "SELECT rack, nodes, job, result, detail, time FROM expand_smoke "
+	    "WHERE campaign = :id ORDER BY rack",
+	    [&](db::Stmt &q) { q.bind(":id", id); },
+	    [&](const db::Stmt &q) {
+		    out.push_back({q.text("rack"), q.text("nodes"), q.text("job"), q.text("result"),
+		                   q.text("detail"), q.i64("time")});
+	    });
+	if (!st.ok())
+		return st;
 	return out;
 }
 
 Status Journal::add_smoke(const std::string &id, const std::string &rack, const std::string &nodes)
 {
-	Stmt u(db_, "INSERT OR IGNORE INTO expand_smoke (campaign, rack, nodes) VALUES (?,?,?)");
-	u.bind(1, id).bind(2, rack).bind(3, nodes);
-	return run(u, "add smoke");
+	return update(
+	    *db_, "add smoke",
+	    "INSERT OR IGNORE INTO expand_smoke (campaign, rack, nodes) "
+	    "VALUES (:id, :rack, :nodes)",
+	    [&](db::Stmt &q) { q.bind(":id", id).bind(":rack", rack).bind(":nodes", nodes); });
 }
 
 Status Journal::set_smoke(const std::string &id, const std::string &rack, const std::string &job,
                           const std::string &result, const std::string &detail, int64_t now)
 {
-	Stmt u(db_, "UPDATE expand_smoke SET job = ?, result = ?, detail = ?, time = ? "
-	            "WHERE campaign = ? AND rack = ?");
-	u.bind(1, job).bind(2, result).bind(3, detail).bind(4, now).bind(5, id).bind(6, rack);
-	Status st = run(u, "set smoke");
-	if (st.ok() && sqlite3_changes(db_) == 0)
+	Status st = update(*db_, "set smoke",
+	                   "UPDATE expand_smoke SET job = :job, result = :result, "
+	                   "detail = :detail, time = :now WHERE campaign = :id AND rack = :rack",
+	                   [&](db::Stmt &q) {
+		                   q.bind(":job", job).bind(":result", result);
+		                   q.bind(":detail", detail).bind(":now", now);
+		                   q.bind(":id", id).bind(":rack", rack);
+	                   });
+	if (st.ok() && db_->changes() == 0)
 		return Status::Error("campaign " + id + " has no smoke job for rack " + rack);
 	return st;
 }
@@ -464,14 +431,22 @@ Result<std::vector<std::string>> Journal::overlaps(const std::string &id,
 {
 	std::vector<std::string> out;
 	for (const auto &n : nodes) {
-		Stmt q(db_,
-		       "SELECT c.id, c.state FROM expand_nodes n JOIN expand_campaigns c "
-		       "ON c.id = n.campaign WHERE n.node = ? AND c.id != ? AND c.state != 'done'");
-		if (!q.ok())
-			return q.error("overlaps");
-		q.bind(1, n).bind(2, id);
-		if (q.step() == SQLITE_ROW)
-			out.push_back(n + " (campaign " + q.text(0) + ", " + q.text(1) + ")");
+		bool hit = false;
+		Status st = query(
+		    *db_, "overlaps",
+		    "SELECT c.id AS id, c.state AS state FROM expand_nodes n JOIN expand_campaigns "
+		    "c "
+		    "ON c.id = n.campaign WHERE n.node = :node AND c.id != :id AND c.state != "
+		    "'done'",
+		    [&](db::Stmt &q) { q.bind(":node", n).bind(":id", id); },
+		    [&](const db::Stmt &q) {
+			    if (!hit)
+				    out.push_back(n + " (campaign " + q.text("id") + ", " +
+				                  q.text("state") + ")");
+			    hit = true;
+		    });
+		if (!st.ok())
+			return st;
 	}
 	return out;
 }

@@ -1,5 +1,7 @@
-// The campaign journal: SQLite (WAL) in <StateDir>/onramp.db, shared with
-// other onramp flows, each owning its own tables. This module creates and
+// The campaign journal: SQLite in <StateDir>/onramp.db through common/db
+// (WAL, synchronous=FULL, busy timeout), shared with other onramp flows,
+// each owning its own tables; the schema is the one the tool wrote before
+// common/db (a journal it left is read and continued as is). This module creates and
 // touches only the expand_* tables. Every write is one transaction, so a
 // crash leaves the journal at the last completed step; re-running a
 // campaign continues from there.
@@ -18,9 +20,10 @@
 #include "campaign/planner.hpp"
 #include "status.hpp"
 
-struct sqlite3;
-
 namespace onramp {
+namespace db {
+class Db;
+}
 namespace campaign {
 
 extern const char *const kNodeStates[]; // nullptr-terminated, in timeline order
@@ -116,9 +119,8 @@ public:
 	                                          const std::vector<std::string> &nodes);
 
 private:
-	explicit Journal(sqlite3 *db) : db_(db) {}
-	Status exec(const std::string &sql);
-	sqlite3 *db_;
+	explicit Journal(std::unique_ptr<db::Db> db);
+	std::unique_ptr<db::Db> db_;
 };
 
 } // namespace campaign

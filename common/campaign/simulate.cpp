@@ -1,5 +1,7 @@
 #include "campaign/simulate.hpp"
 
+#include "number.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -251,6 +253,48 @@ Result<SimResult> simulate(const SimParams &p)
 	}
 	res.total = t;
 	return res;
+}
+
+Status set_sim_option(SimParams *p, const std::string &o, const std::string &v)
+{
+	auto num = parse_number(v);
+	const bool isnum = num.ok();
+	const double d = isnum ? num.value() : 0;
+	auto integer = [&](int *x) -> bool {
+		auto n = parse_int(v, 0, 100000000);
+		if (n.ok())
+			*x = static_cast<int>(n.value());
+		return n.ok();
+	};
+	bool ok = true;
+	if (o == "--nodes")
+		ok = integer(&p->nodes);
+	else if (o == "--racks")
+		ok = integer(&p->racks);
+	else if (o == "--wave-fraction" || o == "--fraction")
+		ok = isnum, p->fraction = d;
+	else if (o == "--min-pass-rate" || o == "--min-pass")
+		ok = isnum, p->min_pass = d;
+	else if (o == "--failure-rate")
+		ok = isnum, p->failure_rate = d;
+	else if (o == "--boot-timeout")
+		ok = isnum && d > 0, p->boot_timeout = d / 60;
+	else if (o == "--fix-minutes")
+		ok = isnum && d >= 0, p->fix_minutes = d;
+	else if (o == "--seed") {
+		auto n = parse_int(v, 0);
+		ok = n.ok();
+		p->seed = n.ok() ? static_cast<uint64_t>(n.value()) : 0;
+	} else if (o == "--reboot-minutes" || o == "--test-minutes") {
+		auto dist = parse_dist(v, o.c_str(), o == "--reboot-minutes");
+		if (!dist.ok())
+			return dist.status();
+		(o == "--reboot-minutes" ? p->reboot : p->test) = dist.value();
+	} else
+		return Status::Error("simulate: unknown option '" + o + "'");
+	if (!ok)
+		return Status::Error(o + ": bad value '" + v + "'");
+	return Status::Ok();
 }
 
 } // namespace campaign

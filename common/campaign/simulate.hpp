@@ -76,5 +76,9 @@ std::vector<Member> synthetic_members(int nodes, int racks, std::map<std::string
 
 Result<SimResult> simulate(const SimParams &p);
 
+// Set option o (as onrampctl simulate names it: --nodes, --racks,
+// --wave-fraction, ...) to v; an error names the option and the value.
+Status set_sim_option(SimParams *p, const std::string &o, const std::string &v);
+
 } // namespace campaign
 } // namespace onramp

@@ -63,6 +63,11 @@ int64_t Db::last_insert_id() const
 	return sqlite3_last_insert_rowid(h_);
 }
 
+int64_t Db::changes() const
+{
+	return sqlite3_changes(h_);
+}
+
 Stmt::Stmt(Stmt &&o) noexcept
     : db_(o.db_), s_(o.s_), sql_(std::move(o.sql_)), bind_error_(std::move(o.bind_error_)),
       constraint_(o.constraint_), cols_(std::move(o.cols_))
@@ -92,6 +97,16 @@ Stmt &Stmt::bind(const char *name, const std::string &v)
 		bind_error_ = std::string("no parameter ") + name;
 	else
 		sqlite3_bind_text(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+	return *this;
+}
+
+Stmt &Stmt::bind(const char *name, double v)
+{
+	int i = sqlite3_bind_parameter_index(s_, name);
+	if (i == 0)
+		bind_error_ = std::string("no parameter ") + name;
+	else
+		sqlite3_bind_double(s_, i, v);
 	return *this;
 }
 
@@ -142,23 +157,34 @@ bool Stmt::has_column(const char *col) const
 	return column(col) >= 0;
 }
 
-int64_t Stmt::i64(const char *col) const
+int Stmt::need(const char *col) const
 {
 	int i = column(col);
 	if (i < 0) {
 		log_error("%s: no column '%s' in '%s'", db_->path().c_str(), col, sql_.c_str());
 		abort();
 	}
-	return sqlite3_column_int64(s_, i);
+	return i;
+}
+
+int64_t Stmt::i64(const char *col) const
+{
+	return sqlite3_column_int64(s_, need(col));
+}
+
+double Stmt::real(const char *col) const
+{
+	return sqlite3_column_double(s_, need(col));
+}
+
+bool Stmt::is_null(const char *col) const
+{
+	return sqlite3_column_type(s_, need(col)) == SQLITE_NULL;
 }
 
 std::string Stmt::text(const char *col) const
 {
-	int i = column(col);
-	if (i < 0) {
-		log_error("%s: no column '%s' in '%s'", db_->path().c_str(), col, sql_.c_str());
-		abort();
-	}
+	int i = need(col);
 	const unsigned char *t = sqlite3_column_text(s_, i);
 	return t ? std::string(reinterpret_cast<const char *>(t),
 	                       static_cast<size_t>(sqlite3_column_bytes(s_, i)))

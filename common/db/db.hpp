@@ -38,6 +38,8 @@ public:
 	// A prepared statement; error when sql does not compile.
 	Result<Stmt> prepare(const std::string &sql);
 	int64_t last_insert_id() const;
+	// Rows the last INSERT/UPDATE/DELETE changed.
+	int64_t changes() const;
 	const std::string &path() const { return path_; }
 	// "PATH: what: sqlite's message".
 	Status error(const std::string &what) const;
@@ -61,6 +63,7 @@ public:
 
 	Stmt &bind(const char *name, int64_t v);
 	Stmt &bind(const char *name, const std::string &v);
+	Stmt &bind(const char *name, double v);
 	Stmt &bind(const char *name, const char *v) { return bind(name, std::string(v)); }
 	Stmt &bind(const char *name, bool v) { return bind(name, static_cast<int64_t>(v)); }
 	Stmt &bind(const char *name, int v) { return bind(name, static_cast<int64_t>(v)); }
@@ -79,6 +82,8 @@ public:
 	// the statement has that column (else a programming error: aborts).
 	int64_t i64(const char *col) const;
 	std::string text(const char *col) const;
+	double real(const char *col) const;
+	bool is_null(const char *col) const;
 	bool has_column(const char *col) const;
 
 private:
@@ -86,6 +91,7 @@ private:
 	{}
 	friend class Db;
 	int column(const char *col) const;
+	int need(const char *col) const; // column(), abort when absent
 	const Db *db_;
 	sqlite3_stmt *s_;
 	std::string sql_;

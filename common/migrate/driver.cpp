@@ -24,18 +24,6 @@ namespace migrate {
 
 const char *const kMigrateReasonPrefix = ONRAMP_REASON_PREFIX "MIGRATE:";
 
-int64_t Clock::now_ms()
-{
-	return std::chrono::duration_cast<std::chrono::milliseconds>(
-	           std::chrono::system_clock::now().time_since_epoch())
-	    .count();
-}
-
-void Clock::sleep(double s)
-{
-	std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int64_t>(s * 1000)));
-}
-
 namespace {
 
 void env_crash(const char *when, const std::string &state)

@@ -48,6 +48,7 @@
 #include <vector>
 
 #include "config.hpp"
+#include "flow.hpp"
 #include "migrate/journal.hpp"
 #include "slurm/client.hpp"
 #include "status.hpp"
@@ -55,23 +56,8 @@
 namespace onramp {
 namespace migrate {
 
-// Time as the driver sees it (a fake one in unit tests).
-class Clock {
-public:
-	virtual ~Clock() = default;
-	virtual int64_t now_ms();
-	virtual void sleep(double seconds);
-};
-
-// Called around each journal write: before(STATE) after the actions that
-// lead to STATE but before it is journaled, after(STATE) right after.
-// The default does nothing; unit tests throw from it to simulate a crash.
-class CrashHook {
-public:
-	virtual ~CrashHook() = default;
-	virtual void before(const std::string &) {}
-	virtual void after(const std::string &) {}
-};
+using onramp::Clock;     // common/flow.hpp
+using onramp::CrashHook; // common/flow.hpp
 
 // Test hooks of the integration tests (unset in production, where it does
 // nothing): ONRAMP_MIGRATE_CRASH_BEFORE=STATE exits with status 99 after

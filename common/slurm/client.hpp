@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <sys/types.h>
 #include <vector>
@@ -42,6 +43,8 @@ struct Job {
 	uid_t uid = 0;
 	uint32_t array_job_id = 0;  // 0 when not an array task
 	uint32_t array_task_id = 0; // valid when array_job_id != 0
+	int exit_status = 0;        // the batch script's exit status (ExitCode's first part)
+	std::string state_desc;     // why it is pending or failed, "" when Slurm says none
 	bool running() const { return state == "RUNNING" || state == "CONFIGURING"; }
 	bool pending() const { return state == "PENDING"; }
 	// Ended (completed, failed, cancelled, timed out...).
@@ -53,6 +56,9 @@ struct Node {
 	std::string reason; // "" when none
 	bool drain = false; // the DRAIN flag is set
 	std::string features_active, features_available;
+	bool reboot_pending = false; // a reboot is requested or issued
+	bool down = false;           // DOWN or not responding
+	int64_t boot_time = 0;       // when slurmd last booted (epoch s), 0 unknown
 };
 
 // What update_job changes; unset fields stay as they are.
@@ -96,6 +102,20 @@ public:
 	virtual Result<std::map<std::string, std::string>> node_leaves() = 0;
 	// SlurmUser's uid (slurm_load_ctl_conf).
 	virtual Result<uid_t> slurm_user_uid() = 0;
+	// The names of the reservations slurmctld holds.
+	virtual Result<std::set<std::string>> reservations() = 0;
+	// A reservation starting now, without end, flags MAINT and IGNORE_JOBS,
+	// on nodes (a hostlist) for users (names, ',' separated).
+	virtual Status create_reservation(const std::string &name, const std::string &nodes,
+	                                  const std::string &users) = 0;
+	virtual Status delete_reservation(const std::string &name) = 0;
+	// Reboot nodes (a hostlist) as soon as they are idle, back in service
+	// afterwards, with reason: "scontrol reboot ASAP nextstate=RESUME".
+	virtual Status reboot_nodes(const std::string &nodes, const std::string &reason) = 0;
+	// Submit a batch job: "sbatch --parsable ARGS" (sbatch's own option
+	// handling and environment; never a shell string). Error: sbatch's
+	// message.
+	virtual Result<uint32_t> submit_batch(const std::vector<std::string> &args) = 0;
 };
 
 // The real client. Each call that cannot reach slurmctld (libslurm's

@@ -303,5 +303,79 @@ Result<uid_t> FakeSlurm::slurm_user_uid()
 	return slurm_user;
 }
 
+Result<std::set<std::string>> FakeSlurm::reservations()
+{
+	Status st;
+	if (!answer("slurm_load_reservations", &st))
+		return st;
+	return reservations_;
+}
+
+Status FakeSlurm::create_reservation(const std::string &name, const std::string &nodes,
+                                     const std::string &users)
+{
+	Status st;
+	if (!answer("slurm_create_reservation", &st))
+		return st;
+	if (!reservations_.insert(name).second)
+		return Status::Error("cannot create reservation " + name +
+		                     ": Duplicate reservation name");
+	actions.push_back("reserve " + name + " " + nodes + " " + users);
+	return Status::Ok();
+}
+
+Status FakeSlurm::delete_reservation(const std::string &name)
+{
+	Status st;
+	if (!answer("slurm_delete_reservation", &st))
+		return st;
+	if (!reservations_.erase(name))
+		return Status::Error("cannot delete reservation " + name +
+		                     ": Reservation request invalid");
+	actions.push_back("unreserve " + name);
+	return Status::Ok();
+}
+
+Status FakeSlurm::reboot_nodes(const std::string &nodes, const std::string &reason)
+{
+	Status st;
+	if (!answer("scontrol reboot", &st))
+		return st;
+	for (const auto &n : expand_set(nodes)) {
+		auto it = nodes_.find(n);
+		if (it == nodes_.end())
+			return Status::Error("cannot reboot " + n +
+			                     ": Invalid node name specified");
+	}
+	for (const auto &n : expand_set(nodes)) {
+		Node &node = nodes_[n];
+		node.reboot_pending = true;
+		actions.push_back("reboot " + n + " " + reason);
+		if (on_reboot)
+			on_reboot(node);
+	}
+	return Status::Ok();
+}
+
+Result<uint32_t> FakeSlurm::submit_batch(const std::vector<std::string> &args)
+{
+	Status st;
+	if (!answer("sbatch", &st))
+		return st;
+	uint32_t id = 1000 + static_cast<uint32_t>(submissions.size());
+	submissions.push_back(args);
+	FakeJob &j = jobs_[id];
+	j.job.id = id;
+	j.job.state = "PENDING";
+	j.job.batch = true;
+	for (size_t i = 0; i + 1 < args.size(); i++)
+		if (args[i] == "-J")
+			j.job.name = args[i + 1];
+	actions.push_back("submit " + j.job.name);
+	if (on_submit)
+		on_submit(j, args);
+	return id;
+}
+
 } // namespace slurm
 } // namespace onramp

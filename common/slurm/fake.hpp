@@ -29,6 +29,14 @@ public:
 	std::map<std::string, Node> nodes_;
 	std::map<std::string, std::string> leaves_;
 	uid_t slurm_user = 64030;
+	std::set<std::string> reservations_;
+	// Called for each node of reboot_nodes() after it set reboot_pending
+	// (the test boots it: clears the flag, sets boot_time).
+	std::function<void(Node &)> on_reboot;
+	// submit_batch() adds a PENDING job with the next id (from 1000) and
+	// name (-J) and calls this (the test runs it); submissions keeps args.
+	std::function<void(FakeJob &, const std::vector<std::string> &)> on_submit;
+	std::vector<std::vector<std::string>> submissions;
 
 	// The next down_calls calls find slurmctld down (each is retried through
 	// retry_while_unreachable with a sleep that only adds to waited_s);
@@ -64,6 +72,12 @@ public:
 	Status set_features_active(const std::string &node, const std::string &features) override;
 	Result<std::map<std::string, std::string>> node_leaves() override;
 	Result<uid_t> slurm_user_uid() override;
+	Result<std::set<std::string>> reservations() override;
+	Status create_reservation(const std::string &name, const std::string &nodes,
+	                          const std::string &users) override;
+	Status delete_reservation(const std::string &name) override;
+	Status reboot_nodes(const std::string &nodes, const std::string &reason) override;
+	Result<uint32_t> submit_batch(const std::vector<std::string> &args) override;
 
 private:
 	// false (with *st set) when slurmctld stays down for this call.

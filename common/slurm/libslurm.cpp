@@ -2,6 +2,7 @@
 // that calls libslurm; what differs between Slurm versions is marked
 // "VERSION:" below (checked against 22.05; see the notes for 24.11+).
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <mutex>
@@ -11,6 +12,8 @@
 #include "config.hpp"
 #include "hostlist.hpp"
 #include "log.hpp"
+#include "number.hpp"
+#include "proc.hpp"
 #include "rewire/topology.hpp"
 #include "slurm/client.hpp"
 
@@ -111,6 +114,8 @@ Job to_job(const slurm_job_info_t &j)
 	o.requeue = j.requeue != 0;
 	o.batch = j.batch_flag != 0;
 	o.uid = static_cast<uid_t>(j.user_id);
+	o.exit_status = static_cast<int>((j.exit_code >> 8) & 0xff);
+	o.state_desc = str(j.state_desc);
 	if (j.array_task_id != NO_VAL) {
 		o.array_job_id = j.array_job_id;
 		o.array_task_id = j.array_task_id;
@@ -126,6 +131,11 @@ Node to_node(const node_info_t &n)
 	o.drain = (n.node_state & NODE_STATE_DRAIN) != 0;
 	o.features_active = str(n.features_act);
 	o.features_available = str(n.features);
+	o.reboot_pending =
+	    (n.node_state & (NODE_STATE_REBOOT_REQUESTED | NODE_STATE_REBOOT_ISSUED)) != 0;
+	o.down = (n.node_state & NODE_STATE_BASE) == NODE_STATE_DOWN ||
+	         (n.node_state & NODE_STATE_NO_RESPOND) != 0;
+	o.boot_time = static_cast<int64_t>(n.boot_time);
 	return o;
 }
 
@@ -363,6 +373,78 @@ public:
 		uid_t uid = static_cast<uid_t>(conf->slurm_user_id);
 		free_conf(conf);
 		return uid;
+	}
+
+	Result<std::set<std::string>> reservations() override
+	{
+		reserve_info_msg_t *msg = nullptr;
+		int err = call("slurm_load_reservations",
+		               [&] { return slurm_load_reservations(0, &msg); });
+		if (err)
+			return fail(err, "cannot read the reservations");
+		std::set<std::string> out;
+		for (uint32_t i = 0; msg && i < msg->record_count; i++)
+			if (msg->reservation_array[i].name)
+				out.insert(msg->reservation_array[i].name);
+		slurm_free_reservation_info_msg(msg);
+		return out;
+	}
+
+	Status create_reservation(const std::string &name, const std::string &nodes,
+	                          const std::string &users) override
+	{
+		resv_desc_msg_t m;
+		slurm_init_resv_desc_msg(&m);
+		std::string n = name, l = nodes, u = users;
+		m.name = &n[0];
+		m.node_list = &l[0];
+		m.users = &u[0];
+		m.start_time = time(nullptr);
+		m.duration = INFINITE;
+		m.flags = RESERVE_FLAG_MAINT | RESERVE_FLAG_IGN_JOBS;
+		char *created = nullptr;
+		int err = call("slurm_create_reservation", [&] {
+			created = slurm_create_reservation(&m);
+			return created ? SLURM_SUCCESS : SLURM_ERROR;
+		});
+		free(created);
+		return err ? fail(err, "cannot create reservation " + name) : Status::Ok();
+	}
+
+	Status delete_reservation(const std::string &name) override
+	{
+		reservation_name_msg_t m = {};
+		std::string n = name;
+		m.name = &n[0];
+		int err =
+		    call("slurm_delete_reservation", [&] { return slurm_delete_reservation(&m); });
+		return err ? fail(err, "cannot delete reservation " + name) : Status::Ok();
+	}
+
+	Status reboot_nodes(const std::string &nodes, const std::string &reason) override
+	{
+		// Not in libslurm's public API (slurm_reboot_nodes and reboot_msg_t
+		// are internal): scontrol by argv.
+		ProcResult r = run_argv(
+		    {"scontrol", "reboot", "ASAP", "nextstate=RESUME", "reason=" + reason, nodes},
+		    ProcOptions{60, false, 1 << 20, nullptr, {}});
+		if (r.rc != 0)
+			return Status::Error("cannot reboot " + nodes + ": scontrol reboot: " +
+			                     (r.out.empty() ? strprintf("exit %d", r.rc) : r.out));
+		return Status::Ok();
+	}
+
+	Result<uint32_t> submit_batch(const std::vector<std::string> &args) override
+	{
+		std::vector<std::string> argv = {"sbatch", "--parsable"};
+		argv.insert(argv.end(), args.begin(), args.end());
+		ProcResult r = run_argv(argv, ProcOptions{120, false, 1 << 20, nullptr, {}});
+		std::string id = r.out.substr(0, r.out.find(';'));
+		auto n = parse_int(id, 1, UINT32_MAX);
+		if (r.rc != 0 || !n.ok())
+			return Status::Error(r.out.empty() ? strprintf("sbatch exit %d", r.rc)
+			                                   : r.out);
+		return static_cast<uint32_t>(n.value());
 	}
 
 private:

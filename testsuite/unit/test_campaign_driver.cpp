@@ -1,0 +1,441 @@
+// The campaign driver against the fake Slurm client, in virtual time: a
+// crash at every journal step (and around the reboot), then a resume by a
+// new driver on the reopened journal; no node is rebooted twice and the
+// campaign finishes. A wave below the pass rate pauses the campaign before
+// the next wave, and running it again after the fix re-admits the drained
+// node without a reboot.
+#include "unit.hpp"
+
+#include <map>
+#include <memory>
+#include <set>
+#include <vector>
+
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "campaign/driver.hpp"
+#include "slurm/fake.hpp"
+
+using namespace onramp;
+using namespace onramp::campaign;
+using slurm::FakeSlurm;
+
+namespace {
+
+struct Crash {};
+
+// The cluster around the driver: a reboot completes (and its admission
+// reservation appears, as onramp's reboot hook makes it) at the next tick;
+// an admission started by the driver ends at the next tick, failing on the
+// bad node.
+struct World : Clock, Admission {
+	FakeSlurm fs;
+	int64_t t = 1000;
+	std::set<std::string> admitting;
+	std::string bad; // admission drains it with NCCL_BW_LOW
+	int starts = 0;
+
+	World()
+	{
+		for (const char *n : {"node1", "node2", "node5", "node6"})
+			fs.add_node(n, "gpu");
+		fs.on_reboot = [this](slurm::Node &n) {
+			fs.reservations_.insert("onramp_admission_" + n.name);
+		};
+	}
+	int64_t now_ms() override { return t * 1000; }
+	void sleep(double s) override
+	{
+		t += static_cast<int64_t>(s < 1 ? 1 : s);
+		for (auto &[name, n] : fs.nodes_)
+			if (n.reboot_pending) {
+				n.reboot_pending = false;
+				n.boot_time = t;
+			}
+		for (const auto &name : admitting) {
+			slurm::Node &n = fs.nodes_[name];
+			if (n.reboot_pending || n.boot_time == 0)
+				continue; // not back yet: admission waits for it
+			if (name == bad) {
+				n.drain = true;
+				n.reason = "onramp:NCCL_BW_LOW: 12 GB/s < 40 GB/s";
+			} else {
+				n.features_active = "gpu,onramp_admitted";
+			}
+			fs.reservations_.erase("onramp_admission_" + name);
+		}
+		admitting.clear();
+	}
+	void start(const std::vector<std::string> &nodes) override
+	{
+		starts++;
+		admitting.insert(nodes.begin(), nodes.end());
+	}
+	std::map<std::string, int> reboots() const
+	{
+		std::map<std::string, int> m;
+		for (const auto &a : fs.actions)
+			if (a.compare(0, 7, "reboot ") == 0)
+				m[a.substr(7, a.find(' ', 7) - 7)]++;
+		return m;
+	}
+};
+
+// Throws Crash at the at-th hook call (0: never); counts the calls.
+struct CountingCrash : CrashHook {
+	int at = 0, calls = 0;
+	void before(const std::string &) override { hit(); }
+	void after(const std::string &) override { hit(); }
+	void hit()
+	{
+		if (++calls == at)
+			throw Crash();
+	}
+};
+
+Settings settings()
+{
+	Settings s;
+	s.reservation = "onramp_admission";
+	s.kick_after_s = 60;
+	s.admit_timeout_s = 1800;
+	return s;
+}
+
+const std::map<std::string, std::string> kLeafOf = {
+    {"node1", "leaf1"}, {"node2", "leaf1"}, {"node5", "leaf2"}, {"node6", "leaf2"}};
+const std::map<std::string, int> kSizes = {{"leaf1", 2}, {"leaf2", 2}};
+
+// A directory on tmpfs when there is one: the journal syncs every step, and
+// the crash test writes a few thousand steps.
+std::string tmpdir()
+{
+	char tmpl[] = "/dev/shm/onramp-unit.XXXXXX";
+	char *d = mkdtemp(tmpl);
+	return d ? std::string(d) : unit_tmpdir();
+}
+
+void remove_dir(const std::string &dir)
+{
+	for (const char *f : {"/onramp.db", "/onramp.db-wal", "/onramp.db-shm"})
+		unlink((dir + f).c_str());
+	rmdir(dir.c_str());
+}
+
+std::unique_ptr<Journal> open_journal(const std::string &dir)
+{
+	auto j = Journal::open(dir + "/onramp.db");
+	assert_true(j.ok());
+	return std::move(j.value());
+}
+
+// Plan c1 (two waves of one node per rack) and run its waves; a crash
+// propagates out.
+Result<Outcome> run(World &w, const std::string &dir, CrashHook &hook, double min_pass,
+                    std::string *why)
+{
+	auto j = open_journal(dir);
+	Settings s = settings();
+	Driver d(*j, w.fs, w, s, w, hook);
+	PlanRequest r;
+	r.id = "c1";
+	r.nodes = {"node1", "node2", "node5", "node6"};
+	r.fraction = 0.5;
+	r.min_pass = min_pass;
+	r.boot_timeout = 600;
+	bool refused = false;
+	auto p = d.plan(r, kLeafOf, kSizes, &refused);
+	assert_true(p.ok());
+	return d.run_waves("c1", why);
+}
+
+void assert_finished_once(World &w, const std::string &dir)
+{
+	auto j = open_journal(dir);
+	bool found = false;
+	auto c = j->campaign("c1", &found);
+	assert_true(found);
+	auto nodes = j->nodes("c1");
+	assert_int_equal(nodes->size(), 4);
+	for (const auto &n : nodes.value()) {
+		if (n.node == w.bad)
+			assert_string_equal(n.state.c_str(), "drained");
+		else
+			assert_string_equal(n.state.c_str(), "admitted");
+		assert_int_equal(n.reboots, 1);
+	}
+	auto rb = w.reboots();
+	assert_int_equal(rb.size(), 4);
+	for (const auto &[n, k] : rb) {
+		if (k != 1)
+			print_error("%s rebooted %d times\n", n.c_str(), k);
+		assert_int_equal(k, 1);
+	}
+}
+
+void runs_every_wave_and_judges_each_node(void **)
+{
+	std::string dir = tmpdir();
+	World w;
+	w.bad = "node6";
+	CountingCrash none;
+	std::string why;
+	auto r = run(w, dir, none, 0.5, &why);
+	assert_true(r.ok());
+	assert_true(r.value() == Outcome::Done);
+	assert_finished_once(w, dir);
+	auto j = open_journal(dir);
+	auto nodes = j->nodes("c1");
+	assert_true(nodes.ok());
+	for (const auto &n : nodes.value()) {
+		if (n.node == "node6")
+			assert_string_equal(n.code.c_str(), "NCCL_BW_LOW");
+		// One node per rack of two per wave at 0.5: node1 and node5 first.
+		assert_int_equal(n.wave, n.node == "node1" || n.node == "node5" ? 1 : 2);
+	}
+	assert_true(none.calls > 10);
+}
+
+// Crash at each hook point in turn, resume with a new driver on the
+// reopened journal: every node rebooted exactly once, the campaign done.
+void a_crash_at_every_step_then_resume_reboots_no_node_twice(void **)
+{
+	int points = 0;
+	{
+		std::string dir = tmpdir();
+		World w;
+		w.bad = "node6";
+		CountingCrash count;
+		std::string why;
+		assert_true(run(w, dir, count, 0.5, &why).ok());
+		points = count.calls;
+	}
+	for (int at = 1; at <= points; at++) {
+		std::string dir = tmpdir();
+		World w;
+		w.bad = "node6";
+		CountingCrash crash;
+		crash.at = at;
+		std::string why;
+		bool crashed = false;
+		try {
+			run(w, dir, crash, 0.5, &why);
+		} catch (const Crash &) {
+			crashed = true;
+		}
+		assert_true(crashed);
+		CountingCrash none;
+		auto r = run(w, dir, none, 0.5, &why);
+		assert_true(r.ok());
+		assert_true(r.value() == Outcome::Done);
+		assert_finished_once(w, dir);
+		remove_dir(dir);
+	}
+}
+
+// min pass 1: node5's wave (the first) fails, the campaign pauses, wave 2
+// never starts. The admin fixes node5 and runs it again: node5 is admitted
+// on its current boot (no second reboot), then wave 2 runs.
+void a_wave_below_the_rate_pauses_and_a_rerun_readmits_without_reboot(void **)
+{
+	std::string dir = tmpdir();
+	World w;
+	w.bad = "node5";
+	CountingCrash none;
+	std::string why;
+	auto r = run(w, dir, none, 1, &why);
+	assert_true(r.ok());
+	assert_true(r.value() == Outcome::Paused);
+	assert_contains(why, "wave 1 pass rate 1/2");
+	assert_contains(why, "node5 NCCL_BW_LOW");
+	auto rb = w.reboots();
+	assert_int_equal(rb.size(), 2); // wave 2 not started
+	{
+		auto j = open_journal(dir);
+		bool found = false;
+		assert_string_equal(j->campaign("c1", &found)->state.c_str(), "paused");
+	}
+	w.bad.clear(); // fixed
+	r = run(w, dir, none, 1, &why);
+	assert_true(r.ok());
+	assert_true(r.value() == Outcome::Done);
+	assert_finished_once(w, dir);
+	assert_false(w.fs.nodes_["node5"].drain);
+}
+
+// A node that does not come back within the boot timeout is drained
+// BOOT_TIMEOUT (onramp's reason), its reservation released.
+void a_node_not_back_in_time_is_drained_boot_timeout(void **)
+{
+	std::string dir = tmpdir();
+	World w;
+	w.fs.on_reboot = [&w](slurm::Node &n) {
+		w.fs.reservations_.insert("onramp_admission_" + n.name);
+		if (n.name == "node5")
+			n.down = true; // hangs in its boot: never back
+	};
+	CountingCrash none;
+	std::string why;
+	auto r = run(w, dir, none, 1, &why);
+	assert_true(r.ok());
+	assert_true(r.value() == Outcome::Paused);
+	assert_contains(why, "node5 BOOT_TIMEOUT");
+	assert_true(w.fs.nodes_["node5"].drain);
+	assert_contains(w.fs.nodes_["node5"].reason,
+	                "onramp:BOOT_TIMEOUT: expand c1 wave 1: not back 600s after reboot");
+	assert_int_equal(w.fs.reservations_.count("onramp_admission_node5"), 0);
+}
+
+// The journal as the bash orchestrator and the former onramp-campaign left
+// it when killed in wave 1 (their DDL and rows, written here by hand):
+// node1 admitted, node5 journaled rebooting at 2000 and booted since. The
+// driver continues it: node5 is not rebooted again, wave 2 runs, done.
+void a_journal_left_by_the_old_tool_mid_wave_is_finished(void **)
+{
+	std::string dir = tmpdir();
+	sqlite3 *db = nullptr;
+	assert_int_equal(sqlite3_open((dir + "/onramp.db").c_str(), &db), SQLITE_OK);
+	const char *old = R"SQL(
+PRAGMA journal_mode=WAL;
+CREATE TABLE expand_campaigns (
+  id TEXT PRIMARY KEY, nodes TEXT NOT NULL, fraction REAL NOT NULL,
+  min_pass REAL NOT NULL, boot_timeout INTEGER NOT NULL,
+  state TEXT NOT NULL, status TEXT NOT NULL DEFAULT '',
+  created INTEGER NOT NULL, updated INTEGER NOT NULL);
+CREATE TABLE expand_nodes (
+  campaign TEXT NOT NULL, node TEXT NOT NULL, rack TEXT NOT NULL,
+  wave INTEGER NOT NULL, state TEXT NOT NULL,
+  code TEXT NOT NULL DEFAULT '', detail TEXT NOT NULL DEFAULT '',
+  reboots INTEGER NOT NULL DEFAULT 0,
+  t_planned INTEGER, t_rebooting INTEGER, t_booted INTEGER, t_admitting INTEGER,
+  t_admitted INTEGER, t_drained INTEGER, t_boot_timeout INTEGER,
+  PRIMARY KEY (campaign, node));
+CREATE TABLE expand_waves (
+  campaign TEXT NOT NULL, wave INTEGER NOT NULL, state TEXT NOT NULL,
+  opened INTEGER, closed INTEGER, PRIMARY KEY (campaign, wave));
+CREATE TABLE expand_events (
+  campaign TEXT NOT NULL, node TEXT NOT NULL, state TEXT NOT NULL,
+  time INTEGER NOT NULL);
+INSERT INTO expand_campaigns VALUES ('c1', 'node[1-2,5-6]', 0.5, 0.5, 600, 'running', '',
+  1000, 1000);
+INSERT INTO expand_waves VALUES ('c1', 1, 'open', 1500, NULL), ('c1', 2, 'planned', NULL, NULL);
+INSERT INTO expand_nodes (campaign, node, rack, wave, state, reboots, t_planned, t_rebooting,
+  t_booted, t_admitting, t_admitted) VALUES
+  ('c1', 'node1', 'leaf1', 1, 'admitted', 1, 1000, 1500, 1600, 1600, 1700),
+  ('c1', 'node5', 'leaf2', 1, 'rebooting', 1, 1000, 2000, NULL, NULL, NULL),
+  ('c1', 'node2', 'leaf1', 2, 'planned', 0, 1000, NULL, NULL, NULL, NULL),
+  ('c1', 'node6', 'leaf2', 2, 'planned', 0, 1000, NULL, NULL, NULL, NULL);
+)SQL";
+	assert_int_equal(sqlite3_exec(db, old, nullptr, nullptr, nullptr), SQLITE_OK);
+	sqlite3_close(db);
+	World w;
+	w.t = 2100;
+	w.fs.nodes_["node1"].features_active = "gpu,onramp_admitted";
+	w.fs.nodes_["node1"].boot_time = 1550;
+	w.fs.nodes_["node5"].boot_time = 2050; // the reboot issued before the kill
+	w.fs.reservations_.insert("onramp_admission_node5");
+	w.admitting.insert("node5"); // the admission the old script started
+	CountingCrash none;
+	std::string why;
+	auto r = run(w, dir, none, 0.5, &why);
+	assert_true(r.ok());
+	assert_true(r.value() == Outcome::Done);
+	auto rb = w.reboots();
+	assert_int_equal(rb.count("node1") + rb.count("node5"), 0);
+	assert_int_equal(rb["node2"], 1);
+	assert_int_equal(rb["node6"], 1);
+	auto j = open_journal(dir);
+	auto nodes = j->nodes("c1");
+	assert_true(nodes.ok());
+	for (const auto &n : nodes.value()) {
+		assert_string_equal(n.state.c_str(), "admitted");
+		assert_int_equal(n.reboots, 1);
+	}
+	remove_dir(dir);
+}
+
+// After the waves: each cross-rack pair runs in its own reservation (gone
+// afterwards) and is journaled with its verdict's detail; a rack whose smoke
+// job fails pauses the campaign; after the fix only that rack's smoke job
+// runs again, and the campaign is done.
+void pairs_and_smoke_jobs_then_done_and_a_failed_rack_reruns_alone(void **)
+{
+	std::string dir = tmpdir();
+	World w;
+	bool smoke_fails = true;
+	w.fs.on_submit = [&](FakeSlurm::FakeJob &j, const std::vector<std::string> &args) {
+		std::string out;
+		for (size_t i = 0; i + 1 < args.size(); i++)
+			if (args[i] == "-o")
+				out = args[i + 1];
+		const bool pair = j.job.name.compare(0, 12, "onramp-pair:") == 0;
+		const bool bad = !pair && j.job.name == "onramp-smoke:c1:leaf2" && smoke_fails;
+		FILE *f = fopen(out.c_str(), "w");
+		assert_non_null(f);
+		fputs(pair  ? "srun: noise\n{\"detail\": \"180 GB/s both ways\"}\n"
+		      : bad ? "verdict: fail: node6: smoke test failed\n"
+		            : "verdict: pass: 2 nodes\n",
+		      f);
+		fclose(f);
+		j.job.state = bad ? "FAILED" : "COMPLETED";
+		j.job.exit_status = bad ? 1 : 0;
+	};
+	Validation v;
+	v.admit = "onramp-admit";
+	v.smoke_job = "onramp-smoke-job";
+	v.account = "acct";
+	v.out_dir = dir + "/expand";
+	auto j = open_journal(dir);
+	Settings s = settings();
+	CountingCrash none;
+	Driver d(*j, w.fs, w, s, w, none);
+	PlanRequest r{"c1", {"node1", "node2", "node5", "node6"}, 0.5, 1, 600};
+	bool refused = false;
+	assert_true(d.plan(r, kLeafOf, kSizes, &refused).ok());
+	std::string why;
+	auto out = d.run("c1", v, &why);
+	assert_true(out.ok());
+	assert_true(out.value() == Outcome::Paused);
+	assert_contains(why, "smoke job failed on rack leaf2");
+	assert_contains(why, "node6: smoke test failed");
+	auto pairs = j->pairs("c1");
+	assert_true(pairs.ok() && !pairs->empty());
+	for (const auto &p : pairs.value()) {
+		assert_string_equal(p.result.c_str(), "pass");
+		assert_string_equal(p.detail.c_str(), "180 GB/s both ways");
+		assert_string_not_equal(p.rack.c_str(), p.peer_rack.c_str());
+	}
+	for (const auto &name : w.fs.reservations_)
+		assert_true(name.find("_pair_") == std::string::npos);
+	smoke_fails = false; // fixed
+	out = d.run("c1", v, &why);
+	assert_true(out.ok());
+	assert_true(out.value() == Outcome::Done);
+	int leaf1 = 0, leaf2 = 0;
+	for (const auto &a : w.fs.actions) {
+		leaf1 += a == "submit onramp-smoke:c1:leaf1";
+		leaf2 += a == "submit onramp-smoke:c1:leaf2";
+	}
+	assert_int_equal(leaf1, 1);
+	assert_int_equal(leaf2, 2);
+	bool found = false;
+	assert_string_equal(j->campaign("c1", &found)->state.c_str(), "done");
+	assert_int_equal(w.reboots().size(), 4);
+}
+
+} // namespace
+
+int main()
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(runs_every_wave_and_judges_each_node),
+	    cmocka_unit_test(a_crash_at_every_step_then_resume_reboots_no_node_twice),
+	    cmocka_unit_test(a_wave_below_the_rate_pauses_and_a_rerun_readmits_without_reboot),
+	    cmocka_unit_test(a_node_not_back_in_time_is_drained_boot_timeout),
+	    cmocka_unit_test(a_journal_left_by_the_old_tool_mid_wave_is_finished),
+	    cmocka_unit_test(pairs_and_smoke_jobs_then_done_and_a_failed_rack_reruns_alone),
+	};
+	return cmocka_run_group_tests(tests, nullptr, nullptr);
+}
