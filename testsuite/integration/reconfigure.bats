@@ -29,8 +29,12 @@ teardown() {
 	# Nothing to undo when setup stopped before saving the files.
 	[[ -f $BATS_TEST_TMPDIR/onramp.conf.orig && -f $BATS_TEST_TMPDIR/slurm.conf.orig ]] || return 0
 	if [[ -f $BATS_TEST_TMPDIR/loader.pid ]]; then
-		kill "$(cat "$BATS_TEST_TMPDIR/loader.pid")" 2>/dev/null || true
-		wait 2>/dev/null || true
+		local loader
+		loader=$(cat "$BATS_TEST_TMPDIR/loader.pid")
+		kill "$loader" 2>/dev/null || true
+		# That job only: a bare wait would also wait for bats' own
+		# per-test timeout countdown (BATS_TEST_TIMEOUT).
+		wait "$loader" 2>/dev/null || true
 	fi
 	if [[ -f $BATS_TEST_TMPDIR/second-cluster ]]; then
 		"$ONRAMP_CLUSTER_TOOL" stop --dir "$(cat "$BATS_TEST_TMPDIR/second-cluster")" >/dev/null 2>&1 || true
