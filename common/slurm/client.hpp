@@ -42,6 +42,9 @@ struct Job {
 	uid_t uid = 0;
 	uint32_t array_job_id = 0;  // 0 when not an array task
 	uint32_t array_task_id = 0; // valid when array_job_id != 0
+	// ExitCode as scontrol prints it ("status:signal"): the batch script's
+	// exit status when it exited, the signal that ended it otherwise.
+	int exit_status = 0, exit_signal = 0;
 	bool running() const { return state == "RUNNING" || state == "CONFIGURING"; }
 	bool pending() const { return state == "PENDING"; }
 	// Ended (completed, failed, cancelled, timed out...).
@@ -53,6 +56,26 @@ struct Node {
 	std::string reason; // "" when none
 	bool drain = false; // the DRAIN flag is set
 	std::string features_active, features_available;
+	// Base state as Slurm names it: "IDLE", "ALLOCATED", "MIXED", "DOWN"...
+	std::string state;
+	bool reserved = false;  // in a reservation now (RESERVED or MAINT)
+	bool responding = true; // not NO_RESPOND
+};
+
+// An advanced reservation (slurm_load_reservations).
+struct Reservation {
+	std::string name;
+	std::string nodes; // hostlist expression
+};
+
+// A batch job to submit. command runs as the batch script's one line,
+// each word quoted (no shell parses data).
+struct BatchJob {
+	std::string name, account, reservation, nodes, output;
+	int num_nodes = 1;
+	int time_limit_min = 0;
+	std::vector<std::string> options; // further sbatch options ("--exclusive")
+	std::vector<std::string> command;
 };
 
 // What update_job changes; unset fields stay as they are.
@@ -85,6 +108,8 @@ public:
 	// Requeue a running batch job and hold it (scontrol requeuehold).
 	virtual Status requeue_hold(uint32_t id) = 0;
 	virtual Status signal_job(uint32_t id, int sig, SignalScope scope) = 0;
+	// End a pending or running job (scancel JOB).
+	virtual Status cancel(uint32_t id) = 0;
 	// Set DRAIN with reason / clear it (RESUME). Low level: use drain_node()
 	// and resume_node(), which never touch an admin's reason.
 	virtual Status set_drain(const std::string &node, const std::string &reason) = 0;
@@ -96,6 +121,18 @@ public:
 	virtual Result<std::map<std::string, std::string>> node_leaves() = 0;
 	// SlurmUser's uid (slurm_load_ctl_conf).
 	virtual Result<uid_t> slurm_user_uid() = 0;
+	// The reservation, std::nullopt when there is none by that name.
+	virtual Result<std::optional<Reservation>> reservation(const std::string &name) = 0;
+	// A maintenance reservation (MAINT, IGNORE_JOBS) of r.nodes from now,
+	// without end, for users (comma-separated names).
+	virtual Status create_reservation(const Reservation &r, const std::string &users) = 0;
+	// Make the reservation hold exactly nodes.
+	virtual Status set_reservation_nodes(const std::string &name, const std::string &nodes) = 0;
+	virtual Status delete_reservation(const std::string &name) = 0;
+	// Submit; the new job's id. libslurm's submit call needs the whole
+	// environment and script built by hand, so the real client runs sbatch
+	// by argv (never a shell string).
+	virtual Result<uint32_t> submit(const BatchJob &b) = 0;
 };
 
 // The real client. Each call that cannot reach slurmctld (libslurm's

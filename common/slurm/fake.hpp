@@ -28,6 +28,14 @@ public:
 	std::map<uint32_t, FakeJob> jobs_;
 	std::map<std::string, Node> nodes_;
 	std::map<std::string, std::string> leaves_;
+	std::map<std::string, Reservation> resvs_;
+	// submit() fails with this message when set; else the job is PENDING
+	// with the next id from next_job.
+	std::string submit_error;
+	uint32_t next_job = 100;
+	std::vector<BatchJob> submitted;
+	// Called each time a job is read (the test moves the job along).
+	std::function<void(FakeJob &)> on_poll;
 	uid_t slurm_user = 64030;
 
 	// The next down_calls calls find slurmctld down (each is retried through
@@ -59,11 +67,17 @@ public:
 	Status release(uint32_t id) override;
 	Status requeue_hold(uint32_t id) override;
 	Status signal_job(uint32_t id, int sig, SignalScope scope) override;
+	Status cancel(uint32_t id) override;
 	Status set_drain(const std::string &node, const std::string &reason) override;
 	Status set_resume(const std::string &node) override;
 	Status set_features_active(const std::string &node, const std::string &features) override;
 	Result<std::map<std::string, std::string>> node_leaves() override;
 	Result<uid_t> slurm_user_uid() override;
+	Result<std::optional<Reservation>> reservation(const std::string &name) override;
+	Status create_reservation(const Reservation &r, const std::string &users) override;
+	Status set_reservation_nodes(const std::string &name, const std::string &nodes) override;
+	Status delete_reservation(const std::string &name) override;
+	Result<uint32_t> submit(const BatchJob &b) override;
 
 private:
 	// false (with *st set) when slurmctld stays down for this call.

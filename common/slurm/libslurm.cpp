@@ -2,15 +2,20 @@
 // that calls libslurm; what differs between Slurm versions is marked
 // "VERSION:" below (checked against 22.05; see the notes for 24.11+).
 #include <cerrno>
+#include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <mutex>
 #include <slurm/slurm.h>
 #include <slurm/slurm_errno.h>
+#include <sys/wait.h>
 
 #include "config.hpp"
 #include "hostlist.hpp"
 #include "log.hpp"
+#include "number.hpp"
+#include "proc.hpp"
 #include "rewire/topology.hpp"
 #include "slurm/client.hpp"
 
@@ -115,6 +120,11 @@ Job to_job(const slurm_job_info_t &j)
 		o.array_job_id = j.array_job_id;
 		o.array_task_id = j.array_task_id;
 	}
+	if (j.exit_code != NO_VAL) {
+		int ec = static_cast<int>(j.exit_code);
+		o.exit_status = WIFEXITED(ec) ? WEXITSTATUS(ec) : 0;
+		o.exit_signal = WIFSIGNALED(ec) ? WTERMSIG(ec) : 0;
+	}
 	return o;
 }
 
@@ -126,6 +136,12 @@ Node to_node(const node_info_t &n)
 	o.drain = (n.node_state & NODE_STATE_DRAIN) != 0;
 	o.features_active = str(n.features_act);
 	o.features_available = str(n.features);
+	static const char *const base[] = {"UNKNOWN", "DOWN",  "IDLE",  "ALLOCATED",
+	                                   "ERROR",   "MIXED", "FUTURE"};
+	uint32_t b = n.node_state & NODE_STATE_BASE;
+	o.state = b < sizeof(base) / sizeof(base[0]) ? base[b] : "UNKNOWN";
+	o.reserved = (n.node_state & (NODE_STATE_RES | NODE_STATE_MAINT)) != 0;
+	o.responding = (n.node_state & NODE_STATE_NO_RESPOND) == 0;
 	return o;
 }
 
@@ -282,6 +298,13 @@ public:
 		return err ? fail(err, strprintf("cannot signal job %u", id)) : Status::Ok();
 	}
 
+	Status cancel(uint32_t id) override
+	{
+		int err =
+		    call("slurm_kill_job", [&] { return slurm_kill_job(job_ref(id), SIGKILL, 0); });
+		return err ? fail(err, strprintf("cannot cancel job %u", id)) : Status::Ok();
+	}
+
 	Status set_drain(const std::string &node, const std::string &reason) override
 	{
 		update_node_msg_t m;
@@ -363,6 +386,100 @@ public:
 		uid_t uid = static_cast<uid_t>(conf->slurm_user_id);
 		free_conf(conf);
 		return uid;
+	}
+
+	Result<std::optional<Reservation>> reservation(const std::string &name) override
+	{
+		reserve_info_msg_t *msg = nullptr;
+		int err = call("slurm_load_reservations",
+		               [&] { return slurm_load_reservations(0, &msg); });
+		if (err)
+			return fail(err, "cannot read the reservations");
+		std::optional<Reservation> out;
+		for (uint32_t i = 0; msg && i < msg->record_count; i++) {
+			const reserve_info_t &r = msg->reservation_array[i];
+			if (r.name && name == r.name)
+				out = Reservation{r.name, str(r.node_list)};
+		}
+		slurm_free_reservation_info_msg(msg);
+		return out;
+	}
+
+	Status create_reservation(const Reservation &r, const std::string &users) override
+	{
+		resv_desc_msg_t m;
+		slurm_init_resv_desc_msg(&m);
+		std::string name = r.name, nodes = r.nodes, u = users;
+		m.name = &name[0];
+		m.node_list = &nodes[0];
+		m.users = &u[0];
+		m.start_time = time(nullptr);
+		m.duration = INFINITE;
+		m.flags = RESERVE_FLAG_MAINT | RESERVE_FLAG_IGN_JOBS;
+		char *made = nullptr;
+		int err = call("slurm_create_reservation", [&] {
+			made = slurm_create_reservation(&m);
+			return made ? SLURM_SUCCESS : SLURM_ERROR;
+		});
+		free(made);
+		return err ? fail(err, "cannot create reservation " + r.name) : Status::Ok();
+	}
+
+	Status set_reservation_nodes(const std::string &name, const std::string &nodes) override
+	{
+		resv_desc_msg_t m;
+		slurm_init_resv_desc_msg(&m);
+		std::string n = name, l = nodes;
+		m.name = &n[0];
+		m.node_list = &l[0];
+		int err =
+		    call("slurm_update_reservation", [&] { return slurm_update_reservation(&m); });
+		return err ? fail(err, "cannot update reservation " + name) : Status::Ok();
+	}
+
+	Status delete_reservation(const std::string &name) override
+	{
+		reservation_name_msg_t m = {};
+		std::string n = name;
+		m.name = &n[0];
+		int err =
+		    call("slurm_delete_reservation", [&] { return slurm_delete_reservation(&m); });
+		return err ? fail(err, "cannot delete reservation " + name) : Status::Ok();
+	}
+
+	Result<uint32_t> submit(const BatchJob &b) override
+	{
+		std::vector<std::string> argv = {"sbatch", "--parsable", "-J", b.name};
+		if (!b.account.empty())
+			argv.insert(argv.end(), {"-A", b.account});
+		if (!b.reservation.empty())
+			argv.push_back("--reservation=" + b.reservation);
+		argv.insert(argv.end(), b.options.begin(), b.options.end());
+		argv.insert(argv.end(), {"-N", std::to_string(b.num_nodes)});
+		if (!b.nodes.empty())
+			argv.insert(argv.end(), {"-w", b.nodes});
+		if (b.time_limit_min > 0)
+			argv.insert(argv.end(), {"-t", std::to_string(b.time_limit_min)});
+		if (!b.output.empty())
+			argv.insert(argv.end(), {"-o", b.output});
+		// The batch script's one line: every word single-quoted.
+		std::string wrap;
+		for (const auto &w : b.command) {
+			std::string q = "'";
+			for (char c : w)
+				q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+			wrap += (wrap.empty() ? "" : " ") + q + "'";
+		}
+		argv.insert(argv.end(), {"--wrap", wrap});
+		ProcOptions po;
+		po.timeout_s = 120;
+		po.separate_stderr = true;
+		ProcResult r = run_argv(argv, po);
+		std::string id = r.out.substr(0, r.out.find(';'));
+		auto v = parse_int(id, 1, UINT32_MAX);
+		if (r.rc != 0 || !v.ok())
+			return Status::Error(r.err.empty() ? r.out : r.err);
+		return static_cast<uint32_t>(v.value());
 	}
 
 private:
