@@ -162,14 +162,21 @@ private:
 			log_warn("node %s: %s", node.c_str(), jobs.status().message().c_str());
 			return;
 		}
-		for (const auto &j : jobs.value()) {
-			if (j.name != "onramp-admit:" + node ||
-			    !one_of(j.state,
-			            {"PENDING", "RUNNING", "CONFIGURING", "SUSPENDED", "REQUEUED"}))
-				continue;
-			log_info("node %s: cancelling admission job %u left by an earlier run",
-			         node.c_str(), j.id);
-			Status st = c_.cancel(j.id);
+		std::vector<uint32_t> stale;
+		for (const auto &j : jobs.value())
+			if (j.name == "onramp-admit:" + node &&
+			    one_of(j.state,
+			           {"PENDING", "RUNNING", "CONFIGURING", "SUSPENDED", "REQUEUED"}))
+				stale.push_back(j.id);
+		if (stale.empty())
+			return;
+		std::string ids;
+		for (uint32_t id : stale)
+			ids += (ids.empty() ? "" : " ") + std::to_string(id);
+		log_info("node %s: cancelling admission job(s) %s left by an earlier run",
+		         node.c_str(), ids.c_str());
+		for (uint32_t id : stale) {
+			Status st = c_.cancel(id);
 			if (!st.ok())
 				log_warn("node %s: %s", node.c_str(), st.message().c_str());
 		}
