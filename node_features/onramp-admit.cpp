@@ -32,18 +32,20 @@ enum Exit { kExitPass = 0, kExitFail = 1, kExitUnjudged = 2 };
 
 void usage(FILE *f)
 {
-	fprintf(f,
-	        "usage: %s [--conf FILE] [--node NAME] [--checks LIST] [--peers HOSTLIST]\n"
-	        "                    [--record [--reregister]] [--json-only] [--reason-file FILE]\n"
-	        "       %s pair (--peer NODE | --peers HOSTLIST) [--conf FILE] [--node NAME]\n"
-	        "                    [--record] [--json-only]\n"
-	        "       %s pair-rank [--conf FILE] [--rendezvous HOST:PORT] [--rank N] "
-	        "[--device N]\n"
-	        "       %s orchestrate [--timeout S] [--no-wait] [--json] --job-program PATH "
-	        "NODES\n"
-	        "checks: inventory,versions,gpu_health,mem_bw,nccl_allreduce,fabric,topology\n"
-	        "exit status: 0 pass, 1 fail, 2 could not judge\n",
-	        kProg, kProg, kProg, kProg);
+	fprintf(
+	    f,
+	    "usage: %s [--conf FILE] [--node NAME] [--checks LIST] [--peers HOSTLIST]\n"
+	    "                    [--record [--reregister]] [--json-only] [--reason-file FILE]\n"
+	    "       %s pair (--peer NODE | --peers HOSTLIST) [--conf FILE] [--node NAME]\n"
+	    "                    [--record] [--json-only]\n"
+	    "       %s pair-rank [--conf FILE] [--rendezvous HOST:PORT] [--rank N] "
+	    "[--device N]\n"
+	    "       %s orchestrate [--timeout S] [--no-wait] [--json] --job-program PATH "
+	    "NODES\n"
+	    "       %s nodes [NODES] | node (drain|resume|reserve|unreserve) NODE | slurm-user\n"
+	    "checks: inventory,versions,gpu_health,mem_bw,nccl_allreduce,fabric,topology\n"
+	    "exit status: 0 pass, 1 fail, 2 could not judge\n",
+	    kProg, kProg, kProg, kProg, kProg);
 }
 
 std::string default_node()
