@@ -1,7 +1,7 @@
 // onramp-admit's controller-side subcommands: "orchestrate" (admit_
 // orchestrate.cpp) and the small ones that onrampctl and its helpers run
 // instead of parsing scontrol/sinfo text: "nodes" (JSON), "node drain|
-// resume|reserve|unreserve" and "slurm-user". See onramp-admit(8).
+// resume|reserve|unreserve", "triggers" (JSON) and "slurm-user". See onramp-admit(8).
 #include <cstdio>
 #include <string>
 
@@ -126,6 +126,20 @@ int controller_main(int argc, char **argv)
 		return nodes_main(argc - 1, argv + 1);
 	if (cmd == "node")
 		return node_main(argc - 1, argv + 1);
+	if (cmd == "triggers") { // [{id, program}]
+		auto t = slurm::default_client().triggers();
+		if (!t.ok()) {
+			log_error("%s", t.status().message().c_str());
+			return 1;
+		}
+		Json a = Json::array();
+		for (const auto &x : t.value())
+			a.push(Json::object()
+			           .set("id", static_cast<int64_t>(x.id))
+			           .set("program", x.program));
+		printf("%s\n", a.dump().c_str());
+		return 0;
+	}
 	if (cmd == "slurm-user") {
 		printf("%s\n", slurm_user_name(slurm::default_client()).c_str());
 		return 0;

@@ -68,6 +68,12 @@ struct Reservation {
 	std::string nodes; // hostlist expression
 };
 
+// An event trigger (strigger): its id and program line.
+struct Trigger {
+	uint32_t id = 0;
+	std::string program;
+};
+
 // A batch job to submit. command runs as the batch script's one line,
 // each word quoted (no shell parses data).
 struct BatchJob {
@@ -133,6 +139,8 @@ public:
 	// environment and script built by hand, so the real client runs sbatch
 	// by argv (never a shell string).
 	virtual Result<uint32_t> submit(const BatchJob &b) = 0;
+	// Every event trigger (slurm_get_triggers).
+	virtual Result<std::vector<Trigger>> triggers() = 0;
 };
 
 // The real client. Each call that cannot reach slurmctld (libslurm's

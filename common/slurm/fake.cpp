@@ -387,5 +387,13 @@ Result<uint32_t> FakeSlurm::submit(const BatchJob &b)
 	return id;
 }
 
+Result<std::vector<Trigger>> FakeSlurm::triggers()
+{
+	Status st;
+	if (!answer("slurm_get_triggers", &st))
+		return st;
+	return triggers_;
+}
+
 } // namespace slurm
 } // namespace onramp

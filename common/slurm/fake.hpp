@@ -34,6 +34,7 @@ public:
 	std::string submit_error;
 	uint32_t next_job = 100;
 	std::vector<BatchJob> submitted;
+	std::vector<Trigger> triggers_;
 	// Called each time a job is read (the test moves the job along).
 	std::function<void(FakeJob &)> on_poll;
 	uid_t slurm_user = 64030;
@@ -78,6 +79,7 @@ public:
 	Status set_reservation_nodes(const std::string &name, const std::string &nodes) override;
 	Status delete_reservation(const std::string &name) override;
 	Result<uint32_t> submit(const BatchJob &b) override;
+	Result<std::vector<Trigger>> triggers() override;
 
 private:
 	// false (with *st set) when slurmctld stays down for this call.

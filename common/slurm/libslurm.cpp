@@ -482,6 +482,20 @@ public:
 		return static_cast<uint32_t>(v.value());
 	}
 
+	Result<std::vector<Trigger>> triggers() override
+	{
+		trigger_info_msg_t *msg = nullptr;
+		int err = call("slurm_get_triggers", [&] { return slurm_get_triggers(&msg); });
+		if (err)
+			return fail(err, "cannot read the triggers");
+		std::vector<Trigger> out;
+		for (uint32_t i = 0; msg && i < msg->record_count; i++)
+			out.push_back(
+			    {msg->trigger_array[i].trig_id, str(msg->trigger_array[i].program)});
+		slurm_free_trigger_msg(msg);
+		return out;
+	}
+
 private:
 	// Run rpc (returns SLURM_SUCCESS or sets libslurm's errno), retrying
 	// while slurmctld does not answer. Returns 0 or libslurm's errno.
