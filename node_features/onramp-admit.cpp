@@ -2,7 +2,6 @@
 // (as root or SlurmUser), prints one JSON verdict on stdout and a one-line
 // summary on stderr, and exits 0 (pass), 1 (fail) or 2 (could not judge:
 // our own bad input, never a reason to drain). See onramp-admit(8).
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -15,7 +14,6 @@
 #include "admit/pair.hpp"
 #include "admit/record.hpp"
 #include "atomic_file.hpp"
-#include "slurm/client.hpp"
 #include "config.hpp"
 #include "fleet/diagnose.hpp"
 #include "hostlist.hpp"
@@ -34,16 +32,20 @@ enum Exit { kExitPass = 0, kExitFail = 1, kExitUnjudged = 2 };
 
 void usage(FILE *f)
 {
-	fprintf(f,
-	        "usage: %s [--conf FILE] [--node NAME] [--checks LIST] [--peers HOSTLIST]\n"
-	        "                    [--record [--reregister]] [--json-only] [--reason-file FILE]\n"
-	        "       %s pair (--peer NODE | --peers HOSTLIST) [--conf FILE] [--node NAME]\n"
-	        "                    [--record] [--json-only]\n"
-	        "       %s pair-rank [--conf FILE] [--rendezvous HOST:PORT] [--rank N] "
-	        "[--device N]\n"
-	        "checks: inventory,versions,gpu_health,mem_bw,nccl_allreduce,fabric,topology\n"
-	        "exit status: 0 pass, 1 fail, 2 could not judge\n",
-	        kProg, kProg, kProg);
+	fprintf(
+	    f,
+	    "usage: %s [--conf FILE] [--node NAME] [--checks LIST] [--peers HOSTLIST]\n"
+	    "                    [--record [--reregister]] [--json-only] [--reason-file FILE]\n"
+	    "       %s pair (--peer NODE | --peers HOSTLIST) [--conf FILE] [--node NAME]\n"
+	    "                    [--record] [--json-only]\n"
+	    "       %s pair-rank [--conf FILE] [--rendezvous HOST:PORT] [--rank N] "
+	    "[--device N]\n"
+	    "       %s orchestrate [--timeout S] [--no-wait] [--json] --job-program PATH "
+	    "NODES\n"
+	    "       %s nodes [NODES] | node (drain|resume|reserve|unreserve) NODE | slurm-user\n"
+	    "checks: inventory,versions,gpu_health,mem_bw,nccl_allreduce,fabric,topology\n"
+	    "exit status: 0 pass, 1 fail, 2 could not judge\n",
+	    kProg, kProg, kProg, kProg, kProg);
 }
 
 std::string default_node()
@@ -88,14 +90,6 @@ int unjudged(const Options &o, const std::string &why)
 	return kExitUnjudged;
 }
 
-Result<std::vector<std::string>> expand_peers(const std::string &peers)
-{
-	auto hosts = hostlist_expand(peers);
-	if (!hosts.ok())
-		return Status::Error("--peers: " + hosts.status().message());
-	return hosts.value();
-}
-
 // Print the verdict, record it when asked, and map it to the exit status.
 int finish(const Options &o, const Config &cfg, Verdict v, bool pair_only)
 {
@@ -130,65 +124,18 @@ int finish(const Options &o, const Config &cfg, Verdict v, bool pair_only)
 		if (!hs.ok())
 			fprintf(stderr, "%s: %s: fleet history not kept: %s\n", kProg,
 			        v.node.c_str(), hs.message().c_str());
-		if (o.reregister) {
-			// slurmctld's copy at once; slurmd re-registers from the record.
-			std::string why;
-			bool admitted = judge(cfg, v.node, &why) == Judgement::Admitted;
-			Status fs =
-			    set_active_feature(v.node, cfg.str("AdmittedFeature"), admitted);
-			if (!fs.ok())
-				fprintf(stderr, "%s: %s: %s\n", kProg, v.node.c_str(),
-				        fs.message().c_str());
-			Status rs = reregister_slurmd(v.node);
-			if (!rs.ok())
-				fprintf(stderr, "%s: %s: %s\n", kProg, v.node.c_str(),
-				        rs.message().c_str());
-		}
+		if (o.reregister) // slurmctld's copy at once; slurmd re-registers
+			publish_admission(cfg, v.node);
 	}
 	return rc;
 }
 
 int cmd_pair_rank(const Options &o, const Config &cfg)
 {
-	PairRankOptions p;
-	std::string rv = o.rendezvous;
-	if (rv.empty()) {
-		const char *nl = getenv("SLURM_STEP_NODELIST");
-		if (!nl)
-			nl = getenv("SLURM_JOB_NODELIST");
-		if (!nl)
-			return unjudged(o, "pair-rank: no --rendezvous and no SLURM_STEP_NODELIST");
-		auto hosts = hostlist_expand(nl);
-		if (!hosts.ok() || hosts->empty())
-			return unjudged(o, "pair-rank: cannot expand the step's node list");
-		rv = hosts->front() + ":" + cfg.str("PairPort");
-	}
-	Status st = parse_rendezvous(rv, &p.host, &p.port);
-	if (!st.ok())
-		return unjudged(o, st.message());
-	p.rank = o.rank >= 0 ? o.rank : (o.node == p.host ? 0 : 1);
-	// The attempt's secret, from the launching rank through the step's
-	// environment (never on a command line).
-	const char *secret = getenv(kPairSecretEnv);
-	if (!secret || !*secret)
-		return unjudged(o, std::string("pair-rank: no ") + kPairSecretEnv +
-		                       " in the environment (run by onramp-admit pair)");
-	p.secret = secret;
-	const char *local = getenv("SLURM_LOCALID");
-	auto localid = parse_int(local ? local : "0", 0, 1023);
-	if (!localid.ok())
-		return unjudged(o, "SLURM_LOCALID: " + localid.status().message());
-	p.device = o.device >= 0 ? o.device : static_cast<int>(localid.value());
-	auto bpath = baseline_path(cfg);
-	if (!bpath.ok())
-		return unjudged(o, bpath.status().message());
-	auto b = load_baseline(bpath.value());
-	if (!b.ok())
-		return unjudged(o, b.status().message());
-	p.bytes = b->nccl_bytes;
-	p.warmup = b->nccl_warmup;
-	p.iterations = b->nccl_iterations;
-	p.best_of = b->nccl_best_of;
+	auto opt = pair_rank_options(cfg, o.node, o.rendezvous, o.rank, o.device);
+	if (!opt.ok())
+		return unjudged(o, opt.status().message());
+	const PairRankOptions &p = opt.value();
 	auto r = run_pair_rank(p);
 	Json j = Json::object();
 	j.set("rank", p.rank).set("node", o.node);
@@ -208,8 +155,17 @@ int cmd_pair_rank(const Options &o, const Config &cfg)
 
 } // namespace
 
+namespace onramp {
+namespace admit {
+// The controller-side subcommands (admit_orchestrate.cpp); -1 for others.
+int controller_main(int argc, char **argv);
+} // namespace admit
+} // namespace onramp
+
 int main(int argc, char **argv)
 {
+	if (int rc = controller_main(argc, argv); rc >= 0)
+		return rc;
 	log_set_program(kProg);
 	Options o;
 	int first = 1;
@@ -309,9 +265,9 @@ int main(int argc, char **argv)
 
 	std::vector<std::string> peers;
 	if (!o.peers.empty()) {
-		auto p = expand_peers(o.peers);
+		auto p = hostlist_expand(o.peers);
 		if (!p.ok())
-			return unjudged(o, p.status().message());
+			return unjudged(o, "--peers: " + p.status().message());
 		peers = p.value();
 	}
 	AdmitOptions opt;

@@ -9,6 +9,7 @@
 #include "admit/record.hpp"
 #include "admit/runner.hpp"
 #include "log.hpp"
+#include "slurm/client.hpp"
 
 namespace onramp {
 namespace admit {
@@ -239,6 +240,18 @@ std::string verdict_summary(const Verdict &v)
 	if (v.passed() && !v.inconclusive)
 		return s + ": " + v.detail();
 	return s + " " + v.code() + ": " + v.detail();
+}
+
+void publish_admission(const Config &cfg, const std::string &node)
+{
+	std::string why;
+	bool admitted = judge(cfg, node, &why) == Judgement::Admitted;
+	Status fs = set_active_feature(node, cfg.str("AdmittedFeature"), admitted);
+	if (!fs.ok())
+		log_warn("%s: %s", node.c_str(), fs.message().c_str());
+	Status rs = reregister_slurmd(node);
+	if (!rs.ok())
+		log_warn("%s: %s", node.c_str(), rs.message().c_str());
 }
 
 } // namespace admit

@@ -59,5 +59,11 @@ Status record_verdict(const Config &cfg, const Verdict &v);
 // The one-line human summary: "<node> FAIL NCCL_BW_LOW: <detail>".
 std::string verdict_summary(const Verdict &v);
 
+// Publish node's recorded admission to Slurm at once: the admitted
+// feature set or cleared in slurmctld as judge() says, then the node's
+// slurmd asked to re-register (it reports its features from the record).
+// Problems are logged, never fatal: the record is already written.
+void publish_admission(const Config &cfg, const std::string &node);
+
 } // namespace admit
 } // namespace onramp

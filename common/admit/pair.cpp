@@ -17,11 +17,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "admit/baseline.hpp"
 #include "admit/gpu_bench.hpp"
 #include "admit/gpu_dl.hpp"
 #include "admit/record.hpp"
 #include "json.hpp"
+#include "hostlist.hpp"
 #include "log.hpp"
+#include "number.hpp"
 #include "proc.hpp"
 
 namespace onramp {
@@ -513,6 +516,52 @@ Result<PairObs> run_pair_launch(const Config &cfg, const std::string &node, cons
 		        ? "pair launch: " + pr.out
 		        : strprintf("pair launch exited with status %d and gave no result", pr.rc);
 	return obs;
+}
+
+Result<PairRankOptions> pair_rank_options(const Config &cfg, const std::string &node,
+                                          const std::string &rendezvous, int rank, int device)
+{
+	PairRankOptions p;
+	std::string rv = rendezvous;
+	if (rv.empty()) {
+		const char *nl = getenv("SLURM_STEP_NODELIST");
+		if (!nl)
+			nl = getenv("SLURM_JOB_NODELIST");
+		if (!nl)
+			return Status::Error(
+			    "pair-rank: no --rendezvous and no SLURM_STEP_NODELIST");
+		auto hosts = hostlist_expand(nl);
+		if (!hosts.ok() || hosts->empty())
+			return Status::Error("pair-rank: cannot expand the step's node list");
+		rv = hosts->front() + ":" + cfg.str("PairPort");
+	}
+	Status st = parse_rendezvous(rv, &p.host, &p.port);
+	if (!st.ok())
+		return st;
+	p.rank = rank >= 0 ? rank : (node == p.host ? 0 : 1);
+	// The attempt's secret, from the launching rank through the step's
+	// environment (never on a command line).
+	const char *secret = getenv(kPairSecretEnv);
+	if (!secret || !*secret)
+		return Status::Error(std::string("pair-rank: no ") + kPairSecretEnv +
+		                     " in the environment (run by onramp-admit pair)");
+	p.secret = secret;
+	const char *local = getenv("SLURM_LOCALID");
+	auto localid = parse_int(local ? local : "0", 0, 1023);
+	if (!localid.ok())
+		return Status::Error("SLURM_LOCALID: " + localid.status().message());
+	p.device = device >= 0 ? device : static_cast<int>(localid.value());
+	auto bpath = baseline_path(cfg);
+	if (!bpath.ok())
+		return bpath.status();
+	auto b = load_baseline(bpath.value());
+	if (!b.ok())
+		return b.status();
+	p.bytes = b->nccl_bytes;
+	p.warmup = b->nccl_warmup;
+	p.iterations = b->nccl_iterations;
+	p.best_of = b->nccl_best_of;
+	return p;
 }
 
 } // namespace admit

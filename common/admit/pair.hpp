@@ -97,5 +97,12 @@ Result<PairObs> run_pair_rank(const PairRankOptions &opt);
 // "host:port" -> host, port; an error for anything else.
 Status parse_rendezvous(const std::string &text, std::string *host, int *port);
 
+// The options of this rank inside its srun step: rendezvous ("" : the
+// step's first node and PairPort), rank (<0: 0 on the rendezvous host, else
+// 1), device (<0: SLURM_LOCALID), the secret from kPairSecretEnv, the NCCL
+// sizes from the node's baseline. An error means could not judge.
+Result<PairRankOptions> pair_rank_options(const Config &cfg, const std::string &node,
+                                          const std::string &rendezvous, int rank, int device);
+
 } // namespace admit
 } // namespace onramp

@@ -44,6 +44,7 @@ struct Job {
 	uint32_t array_job_id = 0;  // 0 when not an array task
 	uint32_t array_task_id = 0; // valid when array_job_id != 0
 	int exit_status = 0;        // the batch script's exit status (ExitCode's first part)
+	int exit_signal = 0;        // the signal that ended it (ExitCode's second part)
 	std::string state_desc;     // why it is pending or failed, "" when Slurm says none
 	bool running() const { return state == "RUNNING" || state == "CONFIGURING"; }
 	bool pending() const { return state == "PENDING"; }
@@ -59,6 +60,32 @@ struct Node {
 	bool reboot_pending = false; // a reboot is requested or issued
 	bool down = false;           // DOWN or not responding
 	int64_t boot_time = 0;       // when slurmd last booted (epoch s), 0 unknown
+	// Base state as Slurm names it: "IDLE", "ALLOCATED", "MIXED", "DOWN"...
+	std::string state;
+	bool reserved = false;  // in a reservation now (RESERVED or MAINT)
+	bool responding = true; // not NO_RESPOND
+};
+
+// An advanced reservation (slurm_load_reservations).
+struct Reservation {
+	std::string name;
+	std::string nodes; // hostlist expression
+};
+
+// An event trigger (strigger): its id and program line.
+struct Trigger {
+	uint32_t id = 0;
+	std::string program;
+};
+
+// A batch job to submit. command runs as the batch script's one line,
+// each word quoted (no shell parses data).
+struct BatchJob {
+	std::string name, account, reservation, nodes, output;
+	int num_nodes = 1;
+	int time_limit_min = 0;
+	std::vector<std::string> options; // further sbatch options ("--exclusive")
+	std::vector<std::string> command;
 };
 
 // What update_job changes; unset fields stay as they are.
@@ -91,6 +118,8 @@ public:
 	// Requeue a running batch job and hold it (scontrol requeuehold).
 	virtual Status requeue_hold(uint32_t id) = 0;
 	virtual Status signal_job(uint32_t id, int sig, SignalScope scope) = 0;
+	// End a pending or running job (scancel JOB).
+	virtual Status cancel(uint32_t id) = 0;
 	// Set DRAIN with reason / clear it (RESUME). Low level: use drain_node()
 	// and resume_node(), which never touch an admin's reason.
 	virtual Status set_drain(const std::string &node, const std::string &reason) = 0;
@@ -104,18 +133,31 @@ public:
 	virtual Result<uid_t> slurm_user_uid() = 0;
 	// The names of the reservations slurmctld holds.
 	virtual Result<std::set<std::string>> reservations() = 0;
-	// A reservation starting now, without end, flags MAINT and IGNORE_JOBS,
-	// on nodes (a hostlist) for users (names, ',' separated).
-	virtual Status create_reservation(const std::string &name, const std::string &nodes,
-	                                  const std::string &users) = 0;
+	// The reservation, std::nullopt when there is none by that name.
+	virtual Result<std::optional<Reservation>> reservation(const std::string &name) = 0;
+	// A maintenance reservation (MAINT, IGNORE_JOBS) of r.nodes from now,
+	// without end, for users (comma-separated names).
+	virtual Status create_reservation(const Reservation &r, const std::string &users) = 0;
+	Status create_reservation(const std::string &name, const std::string &nodes,
+	                          const std::string &users)
+	{
+		return create_reservation(Reservation{name, nodes}, users);
+	}
+	// Make the reservation hold exactly nodes.
+	virtual Status set_reservation_nodes(const std::string &name, const std::string &nodes) = 0;
 	virtual Status delete_reservation(const std::string &name) = 0;
 	// Reboot nodes (a hostlist) as soon as they are idle, back in service
 	// afterwards, with reason: "scontrol reboot ASAP nextstate=RESUME".
 	virtual Status reboot_nodes(const std::string &nodes, const std::string &reason) = 0;
 	// Submit a batch job: "sbatch --parsable ARGS" (sbatch's own option
-	// handling and environment; never a shell string). Error: sbatch's
-	// message.
+	// handling and environment; never a shell string; libslurm's submit
+	// call needs the whole environment and script built by hand). Error:
+	// sbatch's message.
 	virtual Result<uint32_t> submit_batch(const std::vector<std::string> &args) = 0;
+	// b as sbatch options (the real client: through submit_batch).
+	virtual Result<uint32_t> submit(const BatchJob &b) = 0;
+	// Every event trigger (slurm_get_triggers).
+	virtual Result<std::vector<Trigger>> triggers() = 0;
 };
 
 // The real client. Each call that cannot reach slurmctld (libslurm's

@@ -48,6 +48,7 @@ void FakeSlurm::add_node(const std::string &name, const std::string &features,
 	Node &n = nodes_[name];
 	n.name = name;
 	n.features_active = n.features_available = features;
+	n.state = "IDLE";
 	if (!leaf.empty())
 		leaves_[name] = leaf;
 }
@@ -82,6 +83,8 @@ Result<std::optional<Job>> FakeSlurm::job(uint32_t id)
 	auto it = jobs_.find(id);
 	if (it == jobs_.end())
 		return std::optional<Job>();
+	if (on_poll)
+		on_poll(it->second);
 	return std::optional<Job>(it->second.job);
 }
 
@@ -245,6 +248,21 @@ Status FakeSlurm::signal_job(uint32_t id, int sig, SignalScope scope)
 	return Status::Ok();
 }
 
+Status FakeSlurm::cancel(uint32_t id)
+{
+	Status st;
+	if (!answer("slurm_kill_job", &st))
+		return st;
+	auto it = jobs_.find(id);
+	if (it == jobs_.end() || it->second.job.finished())
+		return Status::Error(strprintf("cannot cancel job %u: Job/step already completing "
+		                               "or completed",
+		                               id));
+	it->second.job.state = "CANCELLED";
+	actions.push_back(strprintf("cancel %u", id));
+	return Status::Ok();
+}
+
 Status FakeSlurm::set_drain(const std::string &node, const std::string &reason)
 {
 	Status st;
@@ -308,19 +326,45 @@ Result<std::set<std::string>> FakeSlurm::reservations()
 	Status st;
 	if (!answer("slurm_load_reservations", &st))
 		return st;
-	return reservations_;
+	std::set<std::string> out;
+	for (const auto &r : resvs_)
+		out.insert(r.first);
+	return out;
 }
 
-Status FakeSlurm::create_reservation(const std::string &name, const std::string &nodes,
-                                     const std::string &users)
+Result<std::optional<Reservation>> FakeSlurm::reservation(const std::string &name)
+{
+	Status st;
+	if (!answer("slurm_load_reservations", &st))
+		return st;
+	auto it = resvs_.find(name);
+	if (it == resvs_.end())
+		return std::optional<Reservation>();
+	return std::optional<Reservation>(it->second);
+}
+
+Status FakeSlurm::create_reservation(const Reservation &r, const std::string &users)
 {
 	Status st;
 	if (!answer("slurm_create_reservation", &st))
 		return st;
-	if (!reservations_.insert(name).second)
-		return Status::Error("cannot create reservation " + name +
-		                     ": Duplicate reservation name");
-	actions.push_back("reserve " + name + " " + nodes + " " + users);
+	if (resvs_.count(r.name))
+		return Status::Error("cannot create reservation " + r.name + ": Duplicate name");
+	resvs_[r.name] = r;
+	actions.push_back("reserve " + r.name + " " + r.nodes + " users=" + users);
+	return Status::Ok();
+}
+
+Status FakeSlurm::set_reservation_nodes(const std::string &name, const std::string &nodes)
+{
+	Status st;
+	if (!answer("slurm_update_reservation", &st))
+		return st;
+	auto it = resvs_.find(name);
+	if (it == resvs_.end())
+		return Status::Error("cannot update reservation " + name + ": Invalid reservation");
+	it->second.nodes = nodes;
+	actions.push_back("resv " + name + " " + nodes);
 	return Status::Ok();
 }
 
@@ -329,9 +373,8 @@ Status FakeSlurm::delete_reservation(const std::string &name)
 	Status st;
 	if (!answer("slurm_delete_reservation", &st))
 		return st;
-	if (!reservations_.erase(name))
-		return Status::Error("cannot delete reservation " + name +
-		                     ": Reservation request invalid");
+	if (!resvs_.erase(name))
+		return Status::Error("cannot delete reservation " + name + ": Invalid reservation");
 	actions.push_back("unreserve " + name);
 	return Status::Ok();
 }
@@ -375,6 +418,33 @@ Result<uint32_t> FakeSlurm::submit_batch(const std::vector<std::string> &args)
 	if (on_submit)
 		on_submit(j, args);
 	return id;
+}
+
+Result<uint32_t> FakeSlurm::submit(const BatchJob &b)
+{
+	Status st;
+	if (!answer("sbatch", &st))
+		return st;
+	if (!submit_error.empty())
+		return Status::Error(submit_error);
+	uint32_t id = next_job++;
+	FakeJob &j = jobs_[id];
+	j.job.id = id;
+	j.job.state = "PENDING";
+	j.job.name = b.name;
+	j.job.batch = true;
+	j.num_nodes = b.num_nodes;
+	submitted.push_back(b);
+	actions.push_back(strprintf("submit %u %s", id, b.nodes.c_str()));
+	return id;
+}
+
+Result<std::vector<Trigger>> FakeSlurm::triggers()
+{
+	Status st;
+	if (!answer("slurm_get_triggers", &st))
+		return st;
+	return triggers_;
 }
 
 } // namespace slurm

@@ -28,8 +28,16 @@ public:
 	std::map<uint32_t, FakeJob> jobs_;
 	std::map<std::string, Node> nodes_;
 	std::map<std::string, std::string> leaves_;
+	std::map<std::string, Reservation> resvs_;
+	// submit() fails with this message when set; else the job is PENDING
+	// with the next id from next_job.
+	std::string submit_error;
+	uint32_t next_job = 100;
+	std::vector<BatchJob> submitted;
+	std::vector<Trigger> triggers_;
+	// Called each time a job is read (the test moves the job along).
+	std::function<void(FakeJob &)> on_poll;
 	uid_t slurm_user = 64030;
-	std::set<std::string> reservations_;
 	// Called for each node of reboot_nodes() after it set reboot_pending
 	// (the test boots it: clears the flag, sets boot_time).
 	std::function<void(Node &)> on_reboot;
@@ -67,17 +75,22 @@ public:
 	Status release(uint32_t id) override;
 	Status requeue_hold(uint32_t id) override;
 	Status signal_job(uint32_t id, int sig, SignalScope scope) override;
+	Status cancel(uint32_t id) override;
 	Status set_drain(const std::string &node, const std::string &reason) override;
 	Status set_resume(const std::string &node) override;
 	Status set_features_active(const std::string &node, const std::string &features) override;
 	Result<std::map<std::string, std::string>> node_leaves() override;
 	Result<uid_t> slurm_user_uid() override;
+	using SlurmClient::create_reservation;
 	Result<std::set<std::string>> reservations() override;
-	Status create_reservation(const std::string &name, const std::string &nodes,
-	                          const std::string &users) override;
+	Result<std::optional<Reservation>> reservation(const std::string &name) override;
+	Status create_reservation(const Reservation &r, const std::string &users) override;
+	Status set_reservation_nodes(const std::string &name, const std::string &nodes) override;
 	Status delete_reservation(const std::string &name) override;
 	Status reboot_nodes(const std::string &nodes, const std::string &reason) override;
 	Result<uint32_t> submit_batch(const std::vector<std::string> &args) override;
+	Result<uint32_t> submit(const BatchJob &b) override;
+	Result<std::vector<Trigger>> triggers() override;
 
 private:
 	// false (with *st set) when slurmctld stays down for this call.

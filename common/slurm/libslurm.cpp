@@ -2,12 +2,14 @@
 // that calls libslurm; what differs between Slurm versions is marked
 // "VERSION:" below (checked against 22.05; see the notes for 24.11+).
 #include <cerrno>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <mutex>
 #include <slurm/slurm.h>
 #include <slurm/slurm_errno.h>
+#include <sys/wait.h>
 
 #include "config.hpp"
 #include "hostlist.hpp"
@@ -120,6 +122,11 @@ Job to_job(const slurm_job_info_t &j)
 		o.array_job_id = j.array_job_id;
 		o.array_task_id = j.array_task_id;
 	}
+	if (j.exit_code != NO_VAL) {
+		int ec = static_cast<int>(j.exit_code);
+		o.exit_status = WIFEXITED(ec) ? WEXITSTATUS(ec) : 0;
+		o.exit_signal = WIFSIGNALED(ec) ? WTERMSIG(ec) : 0;
+	}
 	return o;
 }
 
@@ -136,6 +143,12 @@ Node to_node(const node_info_t &n)
 	o.down = (n.node_state & NODE_STATE_BASE) == NODE_STATE_DOWN ||
 	         (n.node_state & NODE_STATE_NO_RESPOND) != 0;
 	o.boot_time = static_cast<int64_t>(n.boot_time);
+	static const char *const base[] = {"UNKNOWN", "DOWN",  "IDLE",  "ALLOCATED",
+	                                   "ERROR",   "MIXED", "FUTURE"};
+	uint32_t b = n.node_state & NODE_STATE_BASE;
+	o.state = b < sizeof(base) / sizeof(base[0]) ? base[b] : "UNKNOWN";
+	o.reserved = (n.node_state & (NODE_STATE_RES | NODE_STATE_MAINT)) != 0;
+	o.responding = (n.node_state & NODE_STATE_NO_RESPOND) == 0;
 	return o;
 }
 
@@ -292,6 +305,13 @@ public:
 		return err ? fail(err, strprintf("cannot signal job %u", id)) : Status::Ok();
 	}
 
+	Status cancel(uint32_t id) override
+	{
+		int err =
+		    call("slurm_kill_job", [&] { return slurm_kill_job(job_ref(id), SIGKILL, 0); });
+		return err ? fail(err, strprintf("cannot cancel job %u", id)) : Status::Ok();
+	}
+
 	Status set_drain(const std::string &node, const std::string &reason) override
 	{
 		update_node_msg_t m;
@@ -375,40 +395,78 @@ public:
 		return uid;
 	}
 
-	Result<std::set<std::string>> reservations() override
+	using SlurmClient::create_reservation;
+
+	// Every reservation (slurm_load_reservations).
+	Result<std::vector<Reservation>> load_reservations()
 	{
 		reserve_info_msg_t *msg = nullptr;
 		int err = call("slurm_load_reservations",
 		               [&] { return slurm_load_reservations(0, &msg); });
 		if (err)
 			return fail(err, "cannot read the reservations");
-		std::set<std::string> out;
-		for (uint32_t i = 0; msg && i < msg->record_count; i++)
-			if (msg->reservation_array[i].name)
-				out.insert(msg->reservation_array[i].name);
+		std::vector<Reservation> out;
+		for (uint32_t i = 0; msg && i < msg->record_count; i++) {
+			const reserve_info_t &r = msg->reservation_array[i];
+			if (r.name)
+				out.push_back(Reservation{r.name, str(r.node_list)});
+		}
 		slurm_free_reservation_info_msg(msg);
 		return out;
 	}
 
-	Status create_reservation(const std::string &name, const std::string &nodes,
-	                          const std::string &users) override
+	Result<std::set<std::string>> reservations() override
+	{
+		auto all = load_reservations();
+		if (!all.ok())
+			return all.status();
+		std::set<std::string> out;
+		for (const auto &r : all.value())
+			out.insert(r.name);
+		return out;
+	}
+
+	Result<std::optional<Reservation>> reservation(const std::string &name) override
+	{
+		auto all = load_reservations();
+		if (!all.ok())
+			return all.status();
+		for (const auto &r : all.value())
+			if (r.name == name)
+				return std::optional<Reservation>(r);
+		return std::optional<Reservation>();
+	}
+
+	Status create_reservation(const Reservation &r, const std::string &users) override
 	{
 		resv_desc_msg_t m;
 		slurm_init_resv_desc_msg(&m);
-		std::string n = name, l = nodes, u = users;
-		m.name = &n[0];
-		m.node_list = &l[0];
+		std::string name = r.name, nodes = r.nodes, u = users;
+		m.name = &name[0];
+		m.node_list = &nodes[0];
 		m.users = &u[0];
 		m.start_time = time(nullptr);
 		m.duration = INFINITE;
 		m.flags = RESERVE_FLAG_MAINT | RESERVE_FLAG_IGN_JOBS;
-		char *created = nullptr;
+		char *made = nullptr;
 		int err = call("slurm_create_reservation", [&] {
-			created = slurm_create_reservation(&m);
-			return created ? SLURM_SUCCESS : SLURM_ERROR;
+			made = slurm_create_reservation(&m);
+			return made ? SLURM_SUCCESS : SLURM_ERROR;
 		});
-		free(created);
-		return err ? fail(err, "cannot create reservation " + name) : Status::Ok();
+		free(made);
+		return err ? fail(err, "cannot create reservation " + r.name) : Status::Ok();
+	}
+
+	Status set_reservation_nodes(const std::string &name, const std::string &nodes) override
+	{
+		resv_desc_msg_t m;
+		slurm_init_resv_desc_msg(&m);
+		std::string n = name, l = nodes;
+		m.name = &n[0];
+		m.node_list = &l[0];
+		int err =
+		    call("slurm_update_reservation", [&] { return slurm_update_reservation(&m); });
+		return err ? fail(err, "cannot update reservation " + name) : Status::Ok();
 	}
 
 	Status delete_reservation(const std::string &name) override
@@ -438,13 +496,58 @@ public:
 	{
 		std::vector<std::string> argv = {"sbatch", "--parsable"};
 		argv.insert(argv.end(), args.begin(), args.end());
-		ProcResult r = run_argv(argv, ProcOptions{120, false, 1 << 20, nullptr, {}});
+		ProcOptions po;
+		po.timeout_s = 120;
+		po.separate_stderr = true;
+		ProcResult r = run_argv(argv, po);
 		std::string id = r.out.substr(0, r.out.find(';'));
-		auto n = parse_int(id, 1, UINT32_MAX);
-		if (r.rc != 0 || !n.ok())
-			return Status::Error(r.out.empty() ? strprintf("sbatch exit %d", r.rc)
-			                                   : r.out);
-		return static_cast<uint32_t>(n.value());
+		auto v = parse_int(id, 1, UINT32_MAX);
+		if (r.rc != 0 || !v.ok())
+			return Status::Error(!r.err.empty()   ? r.err
+			                     : !r.out.empty() ? r.out
+			                                      : strprintf("sbatch exit %d", r.rc));
+		return static_cast<uint32_t>(v.value());
+	}
+
+	Result<uint32_t> submit(const BatchJob &b) override
+	{
+		std::vector<std::string> args = {"-J", b.name};
+		if (!b.account.empty())
+			args.insert(args.end(), {"-A", b.account});
+		if (!b.reservation.empty())
+			args.push_back("--reservation=" + b.reservation);
+		args.insert(args.end(), b.options.begin(), b.options.end());
+		args.insert(args.end(), {"-N", std::to_string(b.num_nodes)});
+		if (!b.nodes.empty())
+			args.insert(args.end(), {"-w", b.nodes});
+		if (b.time_limit_min > 0)
+			args.insert(args.end(), {"-t", std::to_string(b.time_limit_min)});
+		if (!b.output.empty())
+			args.insert(args.end(), {"-o", b.output});
+		// The batch script's one line: every word single-quoted.
+		std::string wrap;
+		for (const auto &w : b.command) {
+			std::string q = "'";
+			for (char c : w)
+				q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+			wrap += (wrap.empty() ? "" : " ") + q + "'";
+		}
+		args.insert(args.end(), {"--wrap", wrap});
+		return submit_batch(args);
+	}
+
+	Result<std::vector<Trigger>> triggers() override
+	{
+		trigger_info_msg_t *msg = nullptr;
+		int err = call("slurm_get_triggers", [&] { return slurm_get_triggers(&msg); });
+		if (err)
+			return fail(err, "cannot read the triggers");
+		std::vector<Trigger> out;
+		for (uint32_t i = 0; msg && i < msg->record_count; i++)
+			out.push_back(
+			    {msg->trigger_array[i].trig_id, str(msg->trigger_array[i].program)});
+		slurm_free_trigger_msg(msg);
+		return out;
 	}
 
 private:

@@ -54,10 +54,13 @@ onramp_resv() {
 	echo "${base}_$1"
 }
 
+# onramp-admit's controller-side subcommands reach Slurm through libslurm
+# (onramp-admit(8)): nothing here parses scontrol/sinfo/squeue text.
+onramp_admit() { "$(onramp_tool onramp-admit)" "$@"; }
+
 # SlurmUser of the cluster (slurmctld runs as it; triggers must be set by it).
 onramp_slurm_user() {
-	[ -n "${ONRAMP_SLURM_USER:-}" ] ||
-		ONRAMP_SLURM_USER=$(scontrol show config 2>/dev/null | sed -n 's/^SlurmUser *= *\([^(]*\).*/\1/p')
+	[ -n "${ONRAMP_SLURM_USER:-}" ] || ONRAMP_SLURM_USER=$(onramp_admit slurm-user 2>/dev/null)
 	echo "${ONRAMP_SLURM_USER:-root}"
 }
 
@@ -109,14 +112,13 @@ onramp_admission_job_args() {
 	[ -z "$gres" ] || echo "--gres=$gres"
 }
 
-# One field of "scontrol -o show node NODE" (e.g. State, Reason, ActiveFeatures).
-onramp_node_field() {
-	scontrol -o show node "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1
-}
-# Reason may contain blanks: everything after "Reason=" up to " [user@time]".
-onramp_node_reason() {
-	scontrol -o show node "$1" 2>/dev/null | sed -n 's/.* Reason=\(.*\) \[[^]]*\].*/\1/p'
-}
+# The nodes of a hostlist (every node without one) as a JSON array of
+# {node, state, drain, reserved, reason, features_active, admitted,
+# reservation} (onramp-admit nodes).
+onramp_nodes_json() { onramp_admit nodes ${1:+"$1"}; }
+
+# The drain/down reason of NODE, "" when none.
+onramp_node_reason() { onramp_nodes_json "$1" 2>/dev/null | jq -r '.[0].reason // empty'; }
 
 # Does the node carry a drain/down reason that onramp did not write?
 onramp_reason_foreign() {
@@ -126,61 +128,14 @@ onramp_reason_foreign() {
 }
 
 # Drain NODE with an onramp reason, unless an admin's reason is there.
-onramp_drain() {
-	local node=$1 reason=$2
-	if onramp_reason_foreign "$node"; then
-		onramp_log "node $node: keeping the admin's reason '$(onramp_node_reason "$node")'; not draining with '$reason'"
-		return 0
-	fi
-	scontrol update nodename="$node" state=drain reason="$reason"
-}
-
-# Resume NODE only if the reason on it is onramp's.
-onramp_resume() {
-	local node=$1 r state
-	r=$(onramp_node_reason "$node")
-	state=$(onramp_node_field "$node" State)
-	case "$state" in
-	*DRAIN* | *DOWN* | *FAIL*) ;;
-	*) return 0 ;;
-	esac
-	if [ "${r#"$ONRAMP_REASON_PREFIX"}" = "$r" ]; then
-		onramp_log "node $node: reason '$r' is not onramp's; leaving it drained"
-		return 0
-	fi
-	scontrol update nodename="$node" state=resume
-}
-
-# Put NODE in its admission reservation (MAINT, admins only). Idempotent.
-onramp_reserve() {
-	local node=$1 resv out users su
-	resv=$(onramp_resv "$node") || {
-		onramp_log "node $node: onramp.conf unreadable; no admission reservation"
-		return 1
-	}
-	if scontrol -o show reservation "$resv" >/dev/null 2>&1; then
-		return 0
-	fi
-	# Admission jobs are submitted by root (onrampctl admit) or SlurmUser
-	# (the triggers): both may use the reservation, no one else.
-	users=root
-	su=$(onramp_slurm_user)
-	[ "$su" = root ] || users=root,$su
-	out=$(scontrol create reservation reservationname="$resv" nodes="$node" starttime=now \
-		duration=infinite users="$users" flags=maint,ignore_jobs 2>&1) || {
-		scontrol -o show reservation "$resv" >/dev/null 2>&1 && return 0
-		onramp_log "node $node: cannot create reservation $resv: $out"
-		return 1
-	}
-}
-
+onramp_drain() { onramp_admit node drain "$1" "$2"; }
+# Resume NODE if it is drained or down with a reason onramp wrote.
+onramp_resume() { onramp_admit node resume "$1"; }
+# Put NODE in its admission reservation (MAINT, root and SlurmUser only).
+# Idempotent.
+onramp_reserve() { onramp_admit node reserve "$1"; }
 # Release NODE's admission reservation.
-onramp_unreserve() {
-	local resv
-	resv=$(onramp_resv "$1") || return 1
-	scontrol -o show reservation "$resv" >/dev/null 2>&1 || return 0
-	scontrol delete reservationname="$resv"
-}
+onramp_unreserve() { onramp_admit node unreserve "$1"; }
 
 # The "slurmd -N NODE" ancestor of this process, if any: prints "PID NODE CONF".
 onramp_slurmd_ancestor() {

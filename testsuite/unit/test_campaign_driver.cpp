@@ -42,7 +42,8 @@ struct World : Clock, Admission {
 		for (const char *n : {"node1", "node2", "node5", "node6"})
 			fs.add_node(n, "gpu");
 		fs.on_reboot = [this](slurm::Node &n) {
-			fs.reservations_.insert("onramp_admission_" + n.name);
+			fs.resvs_["onramp_admission_" + n.name] = {"onramp_admission_" + n.name,
+			                                           n.name};
 		};
 	}
 	int64_t now_ms() override { return t * 1000; }
@@ -64,7 +65,7 @@ struct World : Clock, Admission {
 			} else {
 				n.features_active = "gpu,onramp_admitted";
 			}
-			fs.reservations_.erase("onramp_admission_" + name);
+			fs.resvs_.erase("onramp_admission_" + name);
 		}
 		admitting.clear();
 	}
@@ -272,7 +273,7 @@ void a_node_not_back_in_time_is_drained_boot_timeout(void **)
 	std::string dir = tmpdir();
 	World w;
 	w.fs.on_reboot = [&w](slurm::Node &n) {
-		w.fs.reservations_.insert("onramp_admission_" + n.name);
+		w.fs.resvs_["onramp_admission_" + n.name] = {"onramp_admission_" + n.name, n.name};
 		if (n.name == "node5")
 			n.down = true; // hangs in its boot: never back
 	};
@@ -285,7 +286,7 @@ void a_node_not_back_in_time_is_drained_boot_timeout(void **)
 	assert_true(w.fs.nodes_["node5"].drain);
 	assert_contains(w.fs.nodes_["node5"].reason,
 	                "onramp:BOOT_TIMEOUT: expand c1 wave 1: not back 600s after reboot");
-	assert_int_equal(w.fs.reservations_.count("onramp_admission_node5"), 0);
+	assert_int_equal(w.fs.resvs_.count("onramp_admission_node5"), 0);
 }
 
 // The journal as the bash orchestrator and the former onramp-campaign left
@@ -335,7 +336,7 @@ INSERT INTO expand_nodes (campaign, node, rack, wave, state, reboots, t_planned,
 	w.fs.nodes_["node1"].features_active = "gpu,onramp_admitted";
 	w.fs.nodes_["node1"].boot_time = 1550;
 	w.fs.nodes_["node5"].boot_time = 2050; // the reboot issued before the kill
-	w.fs.reservations_.insert("onramp_admission_node5");
+	w.fs.resvs_["onramp_admission_node5"] = {"onramp_admission_node5", "node5"};
 	w.admitting.insert("node5"); // the admission the old script started
 	CountingCrash none;
 	std::string why;
@@ -407,7 +408,7 @@ void pairs_and_smoke_jobs_then_done_and_a_failed_rack_reruns_alone(void **)
 		assert_string_equal(p.detail.c_str(), "180 GB/s both ways");
 		assert_string_not_equal(p.rack.c_str(), p.peer_rack.c_str());
 	}
-	for (const auto &name : w.fs.reservations_)
+	for (const auto &[name, r] : w.fs.resvs_)
 		assert_true(name.find("_pair_") == std::string::npos);
 	smoke_fails = false; // fixed
 	out = d.run("c1", v, &why);

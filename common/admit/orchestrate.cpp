@@ -1,0 +1,445 @@
+#include "admit/orchestrate.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <map>
+#include <pwd.h>
+#include <thread>
+#include <unistd.h>
+
+#include "hostlist.hpp"
+#include "log.hpp"
+
+namespace onramp {
+namespace admit {
+
+namespace {
+
+using slurm::kReasonPrefix;
+
+bool has_feature(const std::string &list, const std::string &f)
+{
+	return ("," + list + ",").find("," + f + ",") != std::string::npos;
+}
+
+std::string join(const std::vector<std::string> &v)
+{
+	std::string out;
+	for (const auto &s : v)
+		out += (out.empty() ? "" : ",") + s;
+	return out;
+}
+
+bool one_of(const std::string &s, std::initializer_list<const char *> set)
+{
+	for (const char *x : set)
+		if (s == x)
+			return true;
+	return false;
+}
+
+// Still to wait for (squeue's names; a state flag is named first).
+bool active(const std::string &state)
+{
+	return one_of(state, {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED",
+	                      "REQUEUED", "SIGNALING", "STAGE_OUT", "RESIZING"});
+}
+
+std::string lower(std::string s)
+{
+	std::transform(s.begin(), s.end(), s.begin(),
+	               [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+	return s;
+}
+
+std::string whoami()
+{
+	struct passwd *pw = getpwuid(geteuid());
+	return pw ? pw->pw_name : std::to_string(geteuid());
+}
+
+class Run {
+public:
+	Run(slurm::SlurmClient &c, const OrchestrateOptions &o, const OrchestrateHooks &h,
+	    std::vector<NodeOutcome> *out)
+	    : c_(c), o_(o), h_(h), out_(out)
+	{
+		if (!h_.now)
+			h_.now = [] {
+				return std::chrono::duration<double>(
+				           std::chrono::steady_clock::now().time_since_epoch())
+				    .count();
+			};
+		if (!h_.sleep)
+			h_.sleep = [](double s) {
+				std::this_thread::sleep_for(std::chrono::duration<double>(s));
+			};
+	}
+
+	int run(const std::vector<std::string> &nodes)
+	{
+		for (const auto &n : nodes)
+			start(n);
+		if (!o_.wait)
+			return worst_;
+		wait_all();
+		return worst_;
+	}
+
+private:
+	struct Launched {
+		uint32_t job;
+		size_t outcome;
+	};
+
+	void note(int rc) { worst_ = std::max(worst_, rc); }
+	size_t outcome(const std::string &node, const std::string &result)
+	{
+		outs_.push_back({node, result, 0, {}, ""});
+		if (out_)
+			out_->push_back(outs_.back());
+		return outs_.size() - 1;
+	}
+	void set_outcome(size_t i, const std::string &result, const std::string &reason = "")
+	{
+		outs_[i].result = result;
+		outs_[i].reason = reason;
+		if (out_)
+			(*out_)[i] = outs_[i];
+	}
+
+	void start(const std::string &node)
+	{
+		auto n = c_.node(node);
+		if (n.ok() && n.value() && n.value()->drain && !n.value()->reason.empty() &&
+		    !slurm::has_prefix(n.value()->reason, kReasonPrefix)) {
+			// Admission jobs cannot run on a drained node, and onramp
+			// never resumes a node whose reason it did not write.
+			log_info("node %s: drained by an admin ('%s'); resume it to admit it",
+			         node.c_str(), n.value()->reason.c_str());
+			outcome(node, "refused");
+			note(2);
+			return;
+		}
+		if (h_.lock && !h_.lock(node)) {
+			log_info("node %s: an admission is already running; skipped", node.c_str());
+			outcome(node, "skipped");
+			return;
+		}
+		cancel_stale(node);
+		std::string resv = reservation_name(o_.resv_base, node);
+		if (!reserve_node(c_, resv, node, o_.users)) {
+			outcome(node, "not-submitted");
+			return;
+		}
+		// A node onramp drained earlier is resumed inside its reservation,
+		// where no production job can start, so the admission job can run.
+		resume_if_ours(c_, node);
+		size_t i = outcome(node, "not-submitted");
+		uint32_t job = submit(node, resv, &outs_[i].peers);
+		if (out_)
+			(*out_)[i].peers = outs_[i].peers;
+		if (!job) {
+			note(2); // nothing judged this node: not a success
+			return;
+		}
+		ordinal_++;
+		outs_[i].job = job;
+		if (out_)
+			(*out_)[i].job = job;
+		set_outcome(i, "submitted");
+		launched_[node] = {job, i};
+	}
+
+	// A run that died (kill -9) may have left its admission job behind;
+	// with the lock held no live run owns it, and it would keep the
+	// reservation in use after this run admits the node.
+	void cancel_stale(const std::string &node)
+	{
+		auto jobs = c_.jobs();
+		if (!jobs.ok()) {
+			log_warn("node %s: %s", node.c_str(), jobs.status().message().c_str());
+			return;
+		}
+		std::vector<uint32_t> stale;
+		for (const auto &j : jobs.value())
+			if (j.name == "onramp-admit:" + node &&
+			    one_of(j.state,
+			           {"PENDING", "RUNNING", "CONFIGURING", "SUSPENDED", "REQUEUED"}))
+				stale.push_back(j.id);
+		if (stale.empty())
+			return;
+		std::string ids;
+		for (uint32_t id : stale)
+			ids += (ids.empty() ? "" : " ") + std::to_string(id);
+		log_info("node %s: cancelling admission job(s) %s left by an earlier run",
+		         node.c_str(), ids.c_str());
+		for (uint32_t id : stale) {
+			Status st = c_.cancel(id);
+			if (!st.ok())
+				log_warn("node %s: %s", node.c_str(), st.message().c_str());
+		}
+	}
+
+	// Shrink the reservation back to the node alone.
+	void shrink(const std::string &node)
+	{
+		std::string resv = reservation_name(o_.resv_base, node);
+		Status st = c_.set_reservation_nodes(resv, node);
+		if (!st.ok())
+			log_info("node %s: cannot return the peers from %s: %s", node.c_str(),
+			         resv.c_str(), st.message().c_str());
+	}
+
+	// The admission job's id, 0 when it could not be submitted.
+	uint32_t submit(const std::string &node, const std::string &resv,
+	                std::vector<std::string> *peers)
+	{
+		auto all = c_.nodes();
+		if (all.ok())
+			*peers =
+			    pick_peers(all.value(), node, o_.feature, ordinal_, o_.peers_wanted);
+		else
+			log_warn("node %s: %s; node-local checks only", node.c_str(),
+			         all.status().message().c_str());
+		if (!peers->empty()) {
+			// Known-good peers join the reservation for the pairwise test only.
+			Status st = c_.set_reservation_nodes(resv, node + "," + join(*peers));
+			if (!st.ok()) {
+				log_info(
+				    "node %s: peers %s could not join %s; node-local checks only",
+				    node.c_str(), join(*peers).c_str(), resv.c_str());
+				peers->clear();
+			}
+		}
+		slurm::BatchJob b;
+		b.name = "onramp-admit:" + node;
+		b.account = o_.account;
+		b.reservation = resv;
+		b.options = o_.job_options;
+		b.num_nodes = 1 + static_cast<int>(peers->size());
+		b.nodes = peers->empty() ? node : node + "," + join(*peers);
+		b.time_limit_min = (o_.timeout_s + 59) / 60;
+		b.output = o_.output_dir + "/%x.%j.out";
+		b.command = {"srun", "-N1", "-n1", "-w", node, o_.job_program};
+		if (!peers->empty())
+			b.command.insert(b.command.end(), {"--peers", join(*peers)});
+		auto job = c_.submit(b);
+		if (!job.ok()) {
+			// The borrowed peers go back to production at once.
+			if (!peers->empty())
+				shrink(node);
+			std::string why = job.status().message();
+			log_info(
+			    "node %s: error: cannot submit the admission job as %s (account %s, "
+			    "reservation %s): %s",
+			    node.c_str(), whoami().c_str(), o_.account.c_str(), resv.c_str(),
+			    why.c_str());
+			std::string l = lower(why);
+			if (l.find("association") != std::string::npos ||
+			    l.find("account") != std::string::npos ||
+			    l.find("qos") != std::string::npos)
+				log_info("node %s: the admission account needs associations for "
+				         "root and "
+				         "SlurmUser (%s): see etc/onramp-accounting.sh",
+				         node.c_str(), o_.users.c_str());
+			return 0;
+		}
+		log_info("node %s: admission job %u in %s%s", node.c_str(), job.value(),
+		         resv.c_str(),
+		         peers->empty() ? "" : (" (peers " + join(*peers) + ")").c_str());
+		return job.value();
+	}
+
+	void wait_all()
+	{
+		double deadline = h_.now() + o_.timeout_s + 60;
+		while (!launched_.empty()) {
+			for (auto it = launched_.begin(); it != launched_.end();) {
+				auto j = c_.job(it->second.job);
+				if (!j.ok() || (j.value() && active(j.value()->state))) {
+					++it;
+					continue;
+				}
+				finish(it->first, it->second, j.value());
+				it = launched_.erase(it);
+			}
+			if (launched_.empty())
+				break;
+			if (h_.now() > deadline) {
+				for (const auto &l : launched_) {
+					Status st = c_.cancel(l.second.job);
+					if (!st.ok())
+						log_warn("node %s: %s", l.first.c_str(),
+						         st.message().c_str());
+					shrink(l.first);
+					log_info(
+					    "node %s: admission timed out after %ds; node stays in "
+					    "its reservation",
+					    l.first.c_str(), o_.timeout_s);
+					set_outcome(l.second.outcome, "timeout");
+				}
+				launched_.clear();
+				note(2);
+				return;
+			}
+			h_.sleep(o_.poll_s);
+		}
+	}
+
+	void finish(const std::string &node, const Launched &l, const std::optional<slurm::Job> &j)
+	{
+		std::string resv = reservation_name(o_.resv_base, node);
+		shrink(node);
+		std::string state = j ? j->state : "", reason = j ? j->admin_comment : "";
+		int status = j ? j->exit_status : -1, sig = j ? j->exit_signal : 0;
+		if (state == "COMPLETED" && status == 0) {
+			log_info("node %s: admitted (job %u)", node.c_str(), l.job);
+			unreserve(node, resv);
+			resume_if_ours(c_, node);
+			set_outcome(l.outcome, "admitted");
+			return;
+		}
+		if (status == 1) {
+			if (reason.empty())
+				reason = strprintf("%sADMIT_FAILED: admission job %u failed",
+				                   kReasonPrefix, l.job);
+			else if (!slurm::has_prefix(reason, kReasonPrefix))
+				reason = std::string(kReasonPrefix) + "ADMIT_FAILED: " + reason;
+			log_info("node %s: admission failed: %s (job %u)", node.c_str(),
+			         reason.c_str(), l.job);
+			Status st = slurm::drain_node(c_, node, reason);
+			if (!st.ok())
+				log_warn("node %s: %s", node.c_str(), st.message().c_str());
+			unreserve(node, resv);
+			set_outcome(l.outcome, "failed", reason);
+			note(1);
+			return;
+		}
+		// Could not judge (our own input, a timeout, a cancelled job): the
+		// node stays out of production in its reservation, undrained.
+		log_info(
+		    "node %s: admission could not judge (job %u %s exit %d:%d%s%s); node stays "
+		    "in %s",
+		    node.c_str(), l.job, state.empty() ? "gone" : state.c_str(),
+		    status < 0 ? 0 : status, sig, reason.empty() ? "" : ": ", reason.c_str(),
+		    resv.c_str());
+		set_outcome(l.outcome, "unjudged", reason);
+		note(2);
+	}
+
+	void unreserve(const std::string &node, const std::string &resv)
+	{
+		Status st = c_.delete_reservation(resv);
+		if (!st.ok())
+			log_warn("node %s: %s", node.c_str(), st.message().c_str());
+	}
+
+	slurm::SlurmClient &c_;
+	const OrchestrateOptions &o_;
+	OrchestrateHooks h_;
+	std::vector<NodeOutcome> *out_;
+	std::vector<NodeOutcome> outs_;
+	std::map<std::string, Launched> launched_;
+	int ordinal_ = 0;
+	int worst_ = 0;
+};
+
+} // namespace
+
+std::string reservation_name(const std::string &resv_base, const std::string &node)
+{
+	return resv_base + "_" + node;
+}
+
+Result<std::vector<std::string>> known_nodes(slurm::SlurmClient &c, const std::string &expr)
+{
+	auto hosts = hostlist_expand(expr);
+	if (!hosts.ok())
+		return Status::Error("bad hostlist '" + expr + "': " + hosts.status().message());
+	if (hosts->empty())
+		return Status::Error("hostlist '" + expr + "' names no node");
+	for (const auto &h : hosts.value()) {
+		auto n = c.node(h);
+		if (!n.ok())
+			return n.status();
+		if (!n.value())
+			return Status::Error("unknown node '" + h + "'");
+	}
+	return hosts.value();
+}
+
+std::string slurm_user_name(slurm::SlurmClient &c)
+{
+	auto uid = c.slurm_user_uid();
+	struct passwd *pw = uid.ok() ? getpwuid(uid.value()) : nullptr;
+	return pw ? pw->pw_name : "root";
+}
+
+std::string reservation_users(slurm::SlurmClient &c)
+{
+	std::string su = slurm_user_name(c);
+	return su == "root" ? su : "root," + su;
+}
+
+bool reserve_node(slurm::SlurmClient &c, const std::string &resv, const std::string &node,
+                  const std::string &users)
+{
+	auto r = c.reservation(resv);
+	if (r.ok() && r.value())
+		return true;
+	Status st = r.ok() ? c.create_reservation({resv, node}, users) : r.status();
+	if (st.ok())
+		return true;
+	auto again = c.reservation(resv); // another run made it meanwhile
+	if (again.ok() && again.value())
+		return true;
+	log_info("node %s: cannot create reservation %s: %s", node.c_str(), resv.c_str(),
+	         st.message().c_str());
+	return false;
+}
+
+void resume_if_ours(slurm::SlurmClient &c, const std::string &node)
+{
+	auto n = c.node(node);
+	if (!n.ok() || !n.value() || !(n.value()->drain || n.value()->state == "DOWN"))
+		return;
+	Status st = slurm::resume_node(c, node, kReasonPrefix);
+	if (!st.ok())
+		log_warn("node %s: %s", node.c_str(), st.message().c_str());
+}
+
+std::vector<std::string> pick_peers(const std::vector<slurm::Node> &nodes, const std::string &node,
+                                    const std::string &feature, int ordinal, int want)
+{
+	std::vector<std::string> free, busy, out;
+	std::vector<slurm::Node> sorted = nodes;
+	std::sort(sorted.begin(), sorted.end(),
+	          [](const slurm::Node &a, const slurm::Node &b) { return a.name < b.name; });
+	for (const auto &n : sorted) {
+		if (n.name == node || n.state != "IDLE" || n.drain || !n.responding ||
+		    !has_feature(n.features_active, feature))
+			continue;
+		(n.reserved ? busy : free).push_back(n.name);
+	}
+	size_t nf = free.size(), w = want > 0 ? static_cast<size_t>(want) : 0;
+	size_t k = ordinal > 0 ? static_cast<size_t>(ordinal) : 0;
+	for (size_t i = 0; i < w && i < nf; i++)
+		out.push_back(free[(k * w + i) % nf]);
+	for (size_t j = 0; out.size() < w && j < busy.size(); j++)
+		out.push_back(busy[j]);
+	return out;
+}
+
+int orchestrate_admission(slurm::SlurmClient &c, const OrchestrateOptions &o,
+                          const std::vector<std::string> &nodes, const OrchestrateHooks &hooks,
+                          std::vector<NodeOutcome> *outcomes)
+{
+	if (outcomes)
+		outcomes->clear();
+	return Run(c, o, hooks, outcomes).run(nodes);
+}
+
+} // namespace admit
+} // namespace onramp

@@ -1,0 +1,109 @@
+// The admission orchestrator: what "onrampctl admit NODES" does, as library
+// code over the one Slurm client (common/slurm), so a unit test drives it
+// against FakeSlurm in milliseconds.
+//
+// Contract, per node, in the order given:
+//  1. A node drained with a reason onramp did not write is refused (exit 2):
+//     admission jobs cannot run there and onramp never resumes it.
+//  2. The node's lock (hooks.lock) must be free, else the node is skipped: an
+//     admission is already running. Admission jobs named
+//     "onramp-admit:NODE" left by a run that died are cancelled.
+//  3. Reserve: the node's reservation <AdmissionReservation>_NODE (MAINT,
+//     IGNORE_JOBS, root and SlurmUser only) is created unless it exists. A
+//     node onramp drained is then resumed inside it.
+//  4. Pick peers: up to two admitted (AdmittedFeature active), idle,
+//     responding, undrained nodes other than the node; peers not lent to a
+//     reservation first, rotated by the node's ordinal in this run so that
+//     concurrent admissions spread over them; reserved ones when too few
+//     are free. The peers join the reservation for the pair test only.
+//  5. Launch the admission job (onramp-admission-job on the node, --peers
+//     when any) in the reservation.
+//  6. Wait (unless !wait) until every job ended or timeout_s + 60 s passed.
+//     Judge each: COMPLETED with exit 0 admits (reservation deleted, an
+//     onramp drain resumed); exit 1 fails (drained with the job's
+//     AdminComment, "onramp:ADMIT_FAILED: ..." when it has none;
+//     reservation deleted); anything else could not judge (the node stays in
+//     its reservation, undrained). A job still running at the deadline is
+//     cancelled and could not judge.
+// Invariants: a reservation this run widened with peers is shrunk back to
+// the node on every path (submit failure, verdict, timeout); a drain reason
+// onramp did not write is never overwritten or cleared (slurm::drain_node,
+// slurm::resume_node).
+//
+// Returns the exit status: 0 every node admitted (or skipped), 1 a node
+// failed, 2 a node could not be judged or was refused (the worst wins).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "slurm/client.hpp"
+
+namespace onramp {
+namespace admit {
+
+struct OrchestrateOptions {
+	std::string feature;                  // AdmittedFeature
+	std::string account;                  // AdmissionAccount
+	std::string resv_base;                // AdmissionReservation
+	std::string output_dir;               // where admission jobs write (StateDir/admit)
+	std::string job_program;              // onramp-admission-job
+	std::vector<std::string> job_options; // --exclusive, --gres=...
+	std::string users = "root";           // who may use the reservations
+	int timeout_s = 1800;
+	bool wait = true;
+	int peers_wanted = 2;
+	double poll_s = 1;
+};
+
+struct OrchestrateHooks {
+	// Seconds on a monotonic clock, and sleeping; the defaults are real.
+	std::function<double()> now;
+	std::function<void(double)> sleep;
+	// Take node's admission lock for the rest of the process; false when
+	// another run holds it. Default: always free.
+	std::function<bool(const std::string &node)> lock;
+};
+
+// One node's outcome, for --json.
+struct NodeOutcome {
+	std::string node;
+	// "admitted", "failed", "unjudged", "timeout", "refused", "skipped",
+	// "not-submitted", "submitted" (no wait)
+	std::string result;
+	uint32_t job = 0;
+	std::vector<std::string> peers;
+	std::string reason;
+};
+
+// The peers for node among nodes (see 4. above); ordinal: how many nodes
+// of this run were launched before it.
+std::vector<std::string> pick_peers(const std::vector<slurm::Node> &nodes, const std::string &node,
+                                    const std::string &feature, int ordinal, int want);
+
+std::string reservation_name(const std::string &resv_base, const std::string &node);
+
+// The nodes of a hostlist expression, each known to slurmctld; an error
+// names a bad expression or the first unknown node.
+Result<std::vector<std::string>> known_nodes(slurm::SlurmClient &c, const std::string &expr);
+// SlurmUser's name ("root" when it cannot be read), and the users of an
+// admission reservation: root, and SlurmUser when it is another user.
+std::string slurm_user_name(slurm::SlurmClient &c);
+std::string reservation_users(slurm::SlurmClient &c);
+
+// Step 3 alone (onramp-reboot, the campaign): node's admission reservation
+// resv, created for users unless it exists. false (logged) when it cannot.
+bool reserve_node(slurm::SlurmClient &c, const std::string &resv, const std::string &node,
+                  const std::string &users);
+// Resume node if it is drained or down with a reason onramp wrote; an
+// admin's reason is left alone (logged).
+void resume_if_ours(slurm::SlurmClient &c, const std::string &node);
+
+int orchestrate_admission(slurm::SlurmClient &c, const OrchestrateOptions &o,
+                          const std::vector<std::string> &nodes, const OrchestrateHooks &hooks,
+                          std::vector<NodeOutcome> *outcomes = nullptr);
+
+} // namespace admit
+} // namespace onramp

@@ -1,0 +1,160 @@
+// "onramp-admit orchestrate": the thin main that "onrampctl admit" runs on
+// the controller. Options and onramp.conf in, common/admit/orchestrate.hpp's
+// driver, text (stderr) or --json (stdout) out. See onramp-admit(8).
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <getopt.h>
+#include <pwd.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "admit/orchestrate.hpp"
+#include "config.hpp"
+#include "hostlist.hpp"
+#include "json.hpp"
+#include "log.hpp"
+#include "number.hpp"
+#include "slurm/client.hpp"
+
+namespace onramp {
+namespace admit {
+
+namespace {
+
+void usage(FILE *f)
+{
+	fprintf(f, "usage: onramp-admit orchestrate [--conf FILE] [--timeout S] [--no-wait] "
+	           "[--json]\n"
+	           "                   --job-program PATH NODES\n"
+	           "exit status: 0 admitted, 1 a node failed, 2 a node could not be judged\n");
+}
+
+// flock the node's lock file in dir for the rest of the process (the
+// descriptor stays open). A file left by root serves SlurmUser and vice
+// versa: it is opened read-only.
+bool lock_node(const std::string &dir, const std::string &node)
+{
+	std::string path = dir + "/admit." + node + ".lock";
+	int fd = open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		log_error("cannot open %s: %s", path.c_str(), strerror(errno));
+		exit(1);
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		close(fd);
+		return false;
+	}
+	return true;
+}
+
+Json outcome_json(const NodeOutcome &n)
+{
+	Json j = Json::object();
+	j.set("node", n.node).set("result", n.result);
+	if (n.job)
+		j.set("job", static_cast<int64_t>(n.job));
+	Json peers = Json::array();
+	for (const auto &p : n.peers)
+		peers.push(p);
+	j.set("peers", peers);
+	if (!n.reason.empty())
+		j.set("reason", n.reason);
+	return j;
+}
+
+} // namespace
+
+int orchestrate_main(int argc, char **argv)
+{
+	log_set_program("onrampctl");
+	static const struct option longopts[] = {
+	    {"conf", required_argument, nullptr, 'c'},
+	    {"timeout", required_argument, nullptr, 't'},
+	    {"no-wait", no_argument, nullptr, 'W'},
+	    {"json", no_argument, nullptr, 'j'},
+	    {"job-program", required_argument, nullptr, 'J'},
+	    {"help", no_argument, nullptr, 'h'},
+	    {nullptr, 0, nullptr, 0},
+	};
+	OrchestrateOptions o;
+	std::string conf = default_conf_path();
+	bool json = false;
+	optind = 1;
+	int ch;
+	while ((ch = getopt_long(argc, argv, "", longopts, nullptr)) != -1) {
+		switch (ch) {
+		case 'c':
+			conf = optarg;
+			break;
+		case 't': {
+			auto v = parse_int(optarg, 1, INT_MAX / 2);
+			if (!v.ok()) {
+				log_error("admit: --timeout must be a positive number of seconds");
+				return 1;
+			}
+			o.timeout_s = static_cast<int>(v.value());
+			break;
+		}
+		case 'W':
+			o.wait = false;
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'J':
+			o.job_program = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc - 1 || o.job_program.empty()) {
+		log_error(optind >= argc ? "admit: no nodes given"
+		                         : "admit: give one hostlist and --job-program");
+		return 1;
+	}
+	auto cfg = Config::load(conf);
+	if (!cfg.ok()) {
+		log_error("onramp.conf is invalid: %s", cfg.status().message().c_str());
+		return 2;
+	}
+	o.feature = cfg->str("AdmittedFeature");
+	o.account = cfg->str("AdmissionAccount");
+	o.resv_base = cfg->str("AdmissionReservation");
+	std::string state = cfg->str("StateDir");
+	o.output_dir = state + "/admit";
+	if (cfg->boolean("AdmissionExclusive"))
+		o.job_options.push_back("--exclusive");
+	if (!cfg->str("AdmissionGres").empty())
+		o.job_options.push_back("--gres=" + cfg->str("AdmissionGres"));
+
+	slurm::SlurmClient &c = slurm::default_client();
+	auto nodes = known_nodes(c, argv[optind]);
+	if (!nodes.ok()) {
+		log_error("%s", nodes.status().message().c_str());
+		return 1;
+	}
+	o.users = reservation_users(c);
+	OrchestrateHooks hooks;
+	std::string lockdir = state + "/locks";
+	hooks.lock = [&lockdir](const std::string &node) { return lock_node(lockdir, node); };
+	std::vector<NodeOutcome> out;
+	int rc = orchestrate_admission(c, o, nodes.value(), hooks, &out);
+	if (json) {
+		Json a = Json::array();
+		for (const auto &n : out)
+			a.push(outcome_json(n));
+		printf("%s\n", Json::object().set("exit", rc).set("nodes", a).dump().c_str());
+	}
+	return rc;
+}
+
+} // namespace admit
+} // namespace onramp

@@ -1,0 +1,261 @@
+// The admission orchestrator (common/admit/orchestrate.hpp) against
+// FakeSlurm with a virtual clock: peers chosen (free before busy, spread by
+// ordinal), a busy peer still used when no other is free, pass, fail, could
+// not judge, timeout, submit failure, an admin's drain; on every path the
+// reservation that was widened with peers is shrunk back to the node (or
+// deleted), and no admin reason is touched.
+#include <algorithm>
+
+#include "unit.hpp"
+
+#include "admit/orchestrate.hpp"
+#include "slurm/fake.hpp"
+
+using namespace onramp;
+using namespace onramp::admit;
+using slurm::FakeSlurm;
+
+namespace {
+
+const char *const kResv = "onramp_admission_node1";
+
+struct Fixture {
+	FakeSlurm s;
+	OrchestrateOptions o;
+	OrchestrateHooks h;
+	double t = 1000; // virtual seconds
+	std::vector<NodeOutcome> out;
+
+	Fixture()
+	{
+		for (const char *n : {"node1", "node2", "node3", "node4"})
+			s.add_node(n, "onramp_ok,rack1");
+		s.add_node("node5", "rack1"); // not admitted: never a peer
+		s.nodes_["node1"].features_active = "rack1";
+		o.feature = "onramp_ok";
+		o.account = "onramp";
+		o.resv_base = "onramp_admission";
+		o.output_dir = "/state/admit";
+		o.job_program = "/libexec/onramp-admission-job";
+		o.users = "root,slurm";
+		o.timeout_s = 60;
+		h.now = [this] { return t; };
+		h.sleep = [this](double d) { t += d; };
+	}
+	// The admission job ends on its first poll with this state and exit.
+	void job_ends(const char *state, int status, const std::string &comment = "")
+	{
+		s.on_poll = [=](FakeSlurm::FakeJob &j) {
+			j.job.state = state;
+			j.job.exit_status = status;
+			j.job.admin_comment = comment;
+		};
+	}
+	int run(const std::vector<std::string> &nodes = {"node1"})
+	{
+		return orchestrate_admission(s, o, nodes, h, &out);
+	}
+	bool did(const std::string &action) const
+	{
+		return std::find(s.actions.begin(), s.actions.end(), action) != s.actions.end();
+	}
+	// The reservation is gone, or holds the node alone.
+	void assert_shrunk_back(const std::string &resv, const std::string &node)
+	{
+		auto it = s.resvs_.find(resv);
+		if (it != s.resvs_.end())
+			assert_string_equal(it->second.nodes.c_str(), node.c_str());
+	}
+};
+
+void peers_are_chosen_and_the_reservation_is_released_on_pass(void **)
+{
+	Fixture f;
+	f.s.nodes_["node1"].drain = true; // an earlier onramp drain
+	f.s.nodes_["node1"].reason = "onramp:NCCL_LOW: 10 GB/s";
+	f.job_ends("COMPLETED", 0);
+	assert_int_equal(f.run(), 0);
+	assert_true(f.did("reserve onramp_admission_node1 node1 users=root,slurm"));
+	assert_true(f.did("resv onramp_admission_node1 node1,node2,node3"));
+	assert_true(f.did("resume node1"));
+	assert_int_equal(f.s.submitted.size(), 1);
+	const slurm::BatchJob &b = f.s.submitted[0];
+	assert_string_equal(b.name.c_str(), "onramp-admit:node1");
+	assert_string_equal(b.reservation.c_str(), kResv);
+	assert_string_equal(b.nodes.c_str(), "node1,node2,node3");
+	assert_int_equal(b.num_nodes, 3);
+	assert_int_equal(b.time_limit_min, 1);
+	assert_string_equal(b.command.back().c_str(), "node2,node3");
+	assert_true(f.did("resv onramp_admission_node1 node1"));
+	assert_true(f.did("unreserve onramp_admission_node1"));
+	assert_true(f.s.resvs_.empty());
+	assert_string_equal(f.out[0].result.c_str(), "admitted");
+}
+
+void free_peers_come_before_busy_ones_and_spread_by_ordinal(void **)
+{
+	std::vector<slurm::Node> nodes;
+	for (const char *n : {"a", "b", "c", "d", "e"}) {
+		slurm::Node x;
+		x.name = n;
+		x.state = "IDLE";
+		x.features_active = "f";
+		nodes.push_back(x);
+	}
+	nodes[1].reserved = true;     // b lent to another admission
+	nodes[3].drain = true;        // d drained
+	nodes[4].state = "ALLOCATED"; // e busy with a job
+	auto p = pick_peers(nodes, "a", "f", 0, 2);
+	assert_int_equal(p.size(), 2);
+	assert_string_equal(p[0].c_str(), "c"); // the one free peer first
+	assert_string_equal(p[1].c_str(), "b"); // then a reserved one
+	nodes[1].reserved = false;
+	auto p0 = pick_peers(nodes, "x", "f", 0, 1), p1 = pick_peers(nodes, "x", "f", 1, 1);
+	assert_string_not_equal(p0[0].c_str(), p1[0].c_str());
+	nodes[0].responding = false;
+	nodes[2].features_active = "g";
+	assert_int_equal(pick_peers(nodes, "b", "f", 0, 2).size(), 0);
+}
+
+void a_busy_peer_is_used_when_no_other_is_free(void **)
+{
+	Fixture f;
+	f.s.nodes_["node2"].reserved = true;
+	f.s.nodes_["node3"].state = "ALLOCATED";
+	f.s.nodes_["node4"].drain = true;
+	f.job_ends("COMPLETED", 0);
+	assert_int_equal(f.run(), 0);
+	assert_true(f.did("resv onramp_admission_node1 node1,node2"));
+	assert_string_equal(f.s.submitted[0].nodes.c_str(), "node1,node2");
+	assert_true(f.s.resvs_.empty());
+}
+
+void a_failed_admission_drains_with_the_jobs_reason_and_releases(void **)
+{
+	Fixture f;
+	f.job_ends("FAILED", 1, "onramp:NCCL_LOW: busbw 12 GB/s");
+	assert_int_equal(f.run(), 1);
+	assert_true(f.s.nodes_["node1"].drain);
+	assert_string_equal(f.s.nodes_["node1"].reason.c_str(), "onramp:NCCL_LOW: busbw 12 GB/s");
+	assert_true(f.did("resv onramp_admission_node1 node1"));
+	assert_true(f.s.resvs_.empty());
+	// No AdminComment: onramp's generic reason.
+	Fixture g;
+	g.job_ends("FAILED", 1);
+	assert_int_equal(g.run(), 1);
+	assert_contains(g.s.nodes_["node1"].reason, "onramp:ADMIT_FAILED: admission job 100");
+}
+
+void an_admins_drain_during_the_test_is_kept(void **)
+{
+	Fixture f;
+	f.s.on_poll = [&f](FakeSlurm::FakeJob &j) {
+		f.s.nodes_["node1"].drain = true;
+		f.s.nodes_["node1"].reason = "admin: ticket 42";
+		j.job.state = "FAILED";
+		j.job.exit_status = 1;
+	};
+	assert_int_equal(f.run(), 1);
+	assert_string_equal(f.s.nodes_["node1"].reason.c_str(), "admin: ticket 42");
+	assert_false(f.did("drain node1"));
+	assert_true(f.s.resvs_.empty());
+	// A second run refuses the node: nothing reserved, nothing resumed.
+	f.s.actions.clear();
+	assert_int_equal(f.run(), 2);
+	assert_string_equal(f.out[0].result.c_str(), "refused");
+	assert_true(f.s.actions.empty());
+}
+
+void could_not_judge_keeps_the_node_in_its_shrunk_reservation(void **)
+{
+	Fixture f;
+	f.job_ends("FAILED", 2, "onramp:ADMIT_ERROR: profile node1.json: gpus");
+	assert_int_equal(f.run(), 2);
+	assert_false(f.s.nodes_["node1"].drain);
+	assert_string_equal(f.s.resvs_.at(kResv).nodes.c_str(), "node1");
+	assert_string_equal(f.out[0].result.c_str(), "unjudged");
+}
+
+void a_timed_out_admission_is_cancelled_and_shrunk_back(void **)
+{
+	Fixture f;
+	double t0 = f.t;
+	assert_int_equal(f.run(), 2); // the job stays PENDING
+	assert_true(f.did("cancel 100"));
+	assert_string_equal(f.s.resvs_.at(kResv).nodes.c_str(), "node1");
+	assert_false(f.s.nodes_["node1"].drain);
+	assert_string_equal(f.out[0].result.c_str(), "timeout");
+	// timeout_s + 60 s, polled every second.
+	assert_true(f.t - t0 > 120 && f.t - t0 < 123);
+}
+
+void a_submit_failure_returns_the_peers_at_once(void **)
+{
+	Fixture f;
+	f.s.submit_error = "Invalid account or account/partition combination specified";
+	assert_int_equal(f.run(), 2);
+	assert_true(f.did("resv onramp_admission_node1 node1,node2,node3"));
+	f.assert_shrunk_back(kResv, "node1");
+	assert_string_equal(f.out[0].result.c_str(), "not-submitted");
+}
+
+void a_stale_job_is_cancelled_and_a_locked_node_skipped(void **)
+{
+	Fixture f;
+	auto &old = f.s.add_job(7, "node1", "");
+	old.job.name = "onramp-admit:node1";
+	f.s.add_job(8, "node2", "").job.name = "onramp-admit:node1x";
+	f.job_ends("COMPLETED", 0);
+	assert_int_equal(f.run(), 0);
+	assert_true(f.did("cancel 7"));
+	assert_false(f.did("cancel 8"));
+	f.s.actions.clear();
+	f.h.lock = [](const std::string &) { return false; };
+	assert_int_equal(f.run(), 0);
+	assert_string_equal(f.out[0].result.c_str(), "skipped");
+	assert_true(f.s.actions.empty());
+}
+
+void every_path_of_a_wave_leaves_no_widened_reservation(void **)
+{
+	// Four nodes at once, each ending a different way; no-wait first.
+	Fixture f;
+	f.o.wait = false;
+	assert_int_equal(f.run({"node1", "node2"}), 0);
+	assert_string_equal(f.out[1].result.c_str(), "submitted");
+	Fixture g;
+	g.s.on_poll = [](FakeSlurm::FakeJob &j) {
+		if (j.job.name == "onramp-admit:node1")
+			j.job.state = "COMPLETED";
+		else if (j.job.name == "onramp-admit:node2") {
+			j.job.state = "FAILED";
+			j.job.exit_status = 1;
+		} else if (j.job.name == "onramp-admit:node3") {
+			j.job.state = "CANCELLED";
+			j.job.exit_signal = 9;
+		} // node4: runs past the deadline
+	};
+	assert_int_equal(g.run({"node1", "node2", "node3", "node4"}), 2);
+	for (const char *n : {"node1", "node2", "node3", "node4"})
+		g.assert_shrunk_back(reservation_name("onramp_admission", n), n);
+	assert_string_equal(g.out[3].result.c_str(), "timeout");
+}
+
+} // namespace
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(peers_are_chosen_and_the_reservation_is_released_on_pass),
+	    cmocka_unit_test(free_peers_come_before_busy_ones_and_spread_by_ordinal),
+	    cmocka_unit_test(a_busy_peer_is_used_when_no_other_is_free),
+	    cmocka_unit_test(a_failed_admission_drains_with_the_jobs_reason_and_releases),
+	    cmocka_unit_test(an_admins_drain_during_the_test_is_kept),
+	    cmocka_unit_test(could_not_judge_keeps_the_node_in_its_shrunk_reservation),
+	    cmocka_unit_test(a_timed_out_admission_is_cancelled_and_shrunk_back),
+	    cmocka_unit_test(a_submit_failure_returns_the_peers_at_once),
+	    cmocka_unit_test(a_stale_job_is_cancelled_and_a_locked_node_skipped),
+	    cmocka_unit_test(every_path_of_a_wave_leaves_no_widened_reservation),
+	};
+	return cmocka_run_group_tests(tests, nullptr, nullptr);
+}
