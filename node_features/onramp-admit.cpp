@@ -139,10 +139,16 @@ int finish(const Options &o, const Config &cfg, Verdict v, bool pair_only)
 			if (!fs.ok())
 				fprintf(stderr, "%s: %s: %s\n", kProg, v.node.c_str(),
 				        fs.message().c_str());
-			Status rs = reregister_slurmd(v.node);
-			if (!rs.ok())
-				fprintf(stderr, "%s: %s: %s\n", kProg, v.node.c_str(),
-				        rs.message().c_str());
+			// Only root may signal root's slurmd; SlurmUser, which runs the
+			// admission jobs of an unprivileged slurmctld's triggers, need
+			// not once slurmctld's copy is set (slurmd reports the record at
+			// its next registration).
+			if (!fs.ok() || geteuid() == 0) {
+				Status rs = reregister_slurmd(v.node);
+				if (!rs.ok())
+					fprintf(stderr, "%s: %s: %s\n", kProg, v.node.c_str(),
+					        rs.message().c_str());
+			}
 		}
 	}
 	return rc;

@@ -131,6 +131,10 @@ admission_job_of() {
 	job=$(admission_job_of "$node" <"$ONRAMP_CLUSTER_DIR/onramp/trigger.log")
 	[ "$(job_acct_field "$job" User)" = "$SU" ]
 	[ "$(record_field "$node" boot_id)" = "$(node_boot_id "$node")" ]
+	# No error in the admission job: $SU does not signal root's slurmd.
+	local out=$ONRAMP_CLUSTER_DIR/onramp/admit/onramp-admit:$node.$job.out
+	cat "$out"
+	[ "$(grep -c "cannot signal slurmd" "$out")" = 0 ]
 }
 
 @test "a NodeStateDir $SU cannot write is onramp's error: the node stays reserved, undrained, with the reason said" {
