@@ -85,9 +85,16 @@ Result<std::string> read_file(const std::string &path, size_t max_bytes)
 	// O_NONBLOCK: a FIFO (or a device) in place of the file must not
 	// block the caller, which may be a daemon under its locks.
 	int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-	if (fd < 0)
-		return errno_status("open", path);
 	struct stat sb;
+	if (fd < 0) {
+		int err = errno;
+		Status st = errno_status("open", path);
+		// Say what it is when that is why (a root-only FIFO in place of
+		// the file, read by an unprivileged slurmctld), as root is told.
+		if (err == EACCES && stat(path.c_str(), &sb) == 0 && !S_ISREG(sb.st_mode))
+			return Status::Error(strprintf("%s: not a regular file", path.c_str()));
+		return st;
+	}
 	if (fstat(fd, &sb) != 0) {
 		Status st = errno_status("stat", path);
 		close(fd);

@@ -1,5 +1,7 @@
 #include "admit/admission.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <ctime>
@@ -249,6 +251,12 @@ void publish_admission(const Config &cfg, const std::string &node)
 	Status fs = set_active_feature(node, cfg.str("AdmittedFeature"), admitted);
 	if (!fs.ok())
 		log_warn("%s: %s", node.c_str(), fs.message().c_str());
+	// Only root may signal root's slurmd; SlurmUser, which runs the
+	// admission jobs of an unprivileged slurmctld's triggers, need not once
+	// slurmctld's copy is set (slurmd reports the record at its next
+	// registration).
+	if (fs.ok() && geteuid() != 0)
+		return;
 	Status rs = reregister_slurmd(node);
 	if (!rs.ok())
 		log_warn("%s: %s", node.c_str(), rs.message().c_str());

@@ -41,6 +41,7 @@ struct Job {
 	bool requeue = false; // may be requeued (--requeue)
 	bool batch = false;   // a batch job
 	uid_t uid = 0;
+	gid_t gid = 0;
 	uint32_t array_job_id = 0;  // 0 when not an array task
 	uint32_t array_task_id = 0; // valid when array_job_id != 0
 	int exit_status = 0;        // the batch script's exit status (ExitCode's first part)
@@ -98,7 +99,10 @@ struct JobUpdate {
 };
 
 // Whom a signal reaches: job steps only (scancel --signal), the batch
-// shell only (--batch), or the batch shell and all steps (--full).
+// shell only (--batch), or the batch shell and all steps (--full). On a
+// cgroup-tracked cluster (proctrack/cgroup) steps and full reach every
+// process of those steps' cgroups, also those that left the batch shell's
+// process group (libslurm.cpp: onramp-signal-cgroup as a step of the job).
 enum class SignalScope { Steps, Batch, Full };
 
 class SlurmClient {

@@ -118,6 +118,7 @@ Job to_job(const slurm_job_info_t &j)
 	o.uid = static_cast<uid_t>(j.user_id);
 	o.exit_status = static_cast<int>((j.exit_code >> 8) & 0xff);
 	o.state_desc = str(j.state_desc);
+	o.gid = static_cast<gid_t>(j.group_id);
 	if (j.array_task_id != NO_VAL) {
 		o.array_job_id = j.array_job_id;
 		o.array_task_id = j.array_task_id;
@@ -294,6 +295,13 @@ public:
 
 	Status signal_job(uint32_t id, int sig, SignalScope scope) override
 	{
+		if (scope != SignalScope::Batch) {
+			Status s = signal_cgroup(id, sig, scope);
+			if (s.ok())
+				return s;
+			log_verbose("job %u: %s; signalling through slurmctld", id,
+			            s.message().c_str());
+		}
 		// scancel's flags: none for the steps, KILL_JOB_BATCH for --batch,
 		// KILL_FULL_JOB for --full.
 		uint16_t flags = scope == SignalScope::Batch  ? KILL_JOB_BATCH
@@ -551,6 +559,62 @@ public:
 	}
 
 private:
+	// Slurm signals the batch shell's process group (--full: killpg) or,
+	// with proctrack/cgroup, only slurmstepd's direct children: a process
+	// that left them (setsid) misses the checkpoint signal. On a
+	// cgroup-tracked cluster, $ONRAMP_SIGNAL_HELPER (onramp-signal-cgroup,
+	// set by onrampctl) runs as a step of the job on each of its nodes, as
+	// the job's user, and signals every process of the job's cgroup. Error
+	// when that does not apply or fails (the caller signals through
+	// slurmctld instead).
+	Status signal_cgroup(uint32_t id, int sig, SignalScope scope)
+	{
+		const char *helper = getenv("ONRAMP_SIGNAL_HELPER");
+		if (!helper || !*helper)
+			return Status::Error("no ONRAMP_SIGNAL_HELPER");
+		slurm_conf_t *conf = nullptr;
+		if (call("slurm_load_ctl_conf", [&] { return slurm_load_ctl_conf(0, &conf); }))
+			return Status::Error("cannot read Slurm's configuration");
+		bool cgroup =
+		    conf->proctrack_type && strcmp(conf->proctrack_type, "proctrack/cgroup") == 0;
+		free_conf(conf);
+		if (!cgroup)
+			return Status::Error("not cgroup-tracked");
+		auto j = job(id);
+		if (!j.ok() || !j.value() || !j.value()->running() || j.value()->nodes.empty())
+			return Status::Error("not running");
+		auto hosts = hostlist_expand(j.value()->nodes);
+		if (!hosts.ok() || hosts.value().empty())
+			return Status::Error("no nodes");
+		std::string n = std::to_string(hosts.value().size());
+		std::vector<std::string> argv = {"srun",
+		                                 "--jobid=" + std::to_string(id),
+		                                 "--overlap",
+		                                 "--uid=" + std::to_string(j.value()->uid),
+		                                 "--gid=" + std::to_string(j.value()->gid),
+		                                 "--nodes=" + n,
+		                                 "--ntasks=" + n,
+		                                 "--ntasks-per-node=1",
+		                                 "--mem=0",
+		                                 "--immediate=30",
+		                                 "--job-name=onramp-signal",
+		                                 "--quiet",
+		                                 helper,
+		                                 std::to_string(sig),
+		                                 scope == SignalScope::Full ? "full" : "steps"};
+		ProcOptions opt;
+		opt.timeout_s = 60;
+		opt.separate_stderr = true;
+		ProcResult r = run_argv(argv, opt);
+		if (r.rc != 0)
+			return Status::Error(strprintf("%s failed (exit %d): %s",
+			                               argv_str(argv).c_str(), r.rc,
+			                               r.err.c_str()));
+		log_info("job %u: signal %d sent to every process of its cgroup (%s)", id, sig,
+		         scope == SignalScope::Full ? "batch step and job steps" : "job steps");
+		return Status::Ok();
+	}
+
 	// Run rpc (returns SLURM_SUCCESS or sets libslurm's errno), retrying
 	// while slurmctld does not answer. Returns 0 or libslurm's errno.
 	template <typename F> int call(const char *what, F rpc)

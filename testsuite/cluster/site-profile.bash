@@ -89,6 +89,10 @@ site_write_config() {
 		echo "AccountingStoragePort=$DBD_PORT"
 		# For munge, the socket of the munged that signs slurmdbd traffic.
 		echo "AccountingStoragePass=$MUNGE_SOCKET"
+		# Job cgroups are slurm_<node>/uid_<uid>/job_<id> on the host (v1):
+		# clusters side by side (other sessions) must not reuse job ids, or
+		# one's job end removes the other's cgroup and kills its job.
+		echo "FirstJobId=$((CTLD_PORT * 1000))"
 	} >>"$CONF"
 	if ! why=$(site_cgroup_ok); then
 		sed -i -e 's|^ProctrackType=.*|ProctrackType=proctrack/linuxproc|' \

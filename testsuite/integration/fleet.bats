@@ -60,6 +60,7 @@ probe_blames() {
 set_conf() {
 	sed -i "/^$1=/d" "$ONRAMP_CLUSTER_DIR/etc/onramp.conf"
 	echo "$1=$2" >>"$ONRAMP_CLUSTER_DIR/etc/onramp.conf"
+	onramp_conf_ship
 }
 
 @test "with too few admissions in the fleet only the floor applies, and the record says so" {

@@ -202,7 +202,21 @@ onramp_conf_restore() {
 	if [[ -f $BATS_FILE_TMPDIR/onramp.conf.orig ]]; then
 		cp -p "$BATS_FILE_TMPDIR/onramp.conf.orig" "$ONRAMP_CLUSTER_DIR/etc/onramp.conf"
 		scontrol reconfigure >/dev/null 2>&1 || true
+		onramp_conf_ship || true
 	fi
+}
+# onramp_conf_ship: on the site profile (configless nodes, which read
+# onramp's settings from plugstack.conf), hand a changed onramp.conf to the
+# nodes as a site does (onrampctl ship-conf) and wait until every slurmd's
+# conf cache has it; nothing elsewhere (the nodes read the file).
+onramp_conf_ship() {
+	[[ $(cluster_param PROFILE) == site ]] || return 0
+	"$ONRAMP_REPO/contrib/onrampctl" ship-conf >/dev/null || return 1
+	local n
+	for n in $(expand_hostlist "node[1-$ONRAMP_CLUSTER_NODES]"); do
+		wait_for 30 "$n's conf cache" cmp -s "$ONRAMP_CLUSTER_DIR/etc/plugstack.conf" \
+			"$ONRAMP_CLUSTER_DIR/var/spool/slurmd-$n/conf-cache/plugstack.conf" || return 1
+	done
 }
 
 # resume_migrate_drains: resume every node onrampctl migrate drained

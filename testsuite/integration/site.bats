@@ -131,6 +131,10 @@ admission_job_of() {
 	job=$(admission_job_of "$node" <"$ONRAMP_CLUSTER_DIR/onramp/trigger.log")
 	[ "$(job_acct_field "$job" User)" = "$SU" ]
 	[ "$(record_field "$node" boot_id)" = "$(node_boot_id "$node")" ]
+	# No error in the admission job: $SU does not signal root's slurmd.
+	local out=$ONRAMP_CLUSTER_DIR/onramp/admit/onramp-admit:$node.$job.out
+	cat "$out"
+	[ "$(grep -c "cannot signal slurmd" "$out")" = 0 ]
 }
 
 @test "a NodeStateDir $SU cannot write is onramp's error: the node stays reserved, undrained, with the reason said" {
@@ -187,12 +191,14 @@ admission_job_of() {
 	wait_for 60 "$node admitted and idle" admitted_idle "$node"
 }
 
-@test "cgroup tracking: the checkpoint signal reaches the job's process group, and a process that left it dies with the job" {
-	grep -q '^ProctrackType=proctrack/cgroup' "$SLURM_CONF" || skip "cgroups unavailable on this host (see the README)"
-	local dir=$ONRAMP_JOBS_DIR/sig.$$ job pid
+# sig_job DIR [SBATCH ARGS...]: a job of the test user on node1 whose batch
+# shell, child, grandchild and daemon (setsid, double fork: its parent is
+# init, out of the job's process tree and group) each record USR2 in
+# DIR/NAME (DIR/NAME.ready: its pid); prints the job id once all run.
+sig_job() {
+	local dir=$1 job
+	shift
 	mkdir -m 0777 "$dir"
-	# The batch shell, a child, a grandchild, and a daemon (setsid, double
-	# fork: its parent is init, out of the job's process tree and group).
 	cat >"$dir/rec.sh" <<'EOF'
 #!/bin/bash
 trap 'echo got >"$2/$1"; exit 0' USR2
@@ -209,17 +215,45 @@ echo \$\$ >$dir/shell.ready
 while :; do sleep 0.2; done
 EOF
 	chmod 0755 "$dir/rec.sh"
-	job=$(as_user sbatch --parsable -N1 -w node1 -o "$dir/out" "$dir/job.sh")
-	wait_for 30 "the job's processes" eval "[[ -e $dir/shell.ready && -e $dir/child.ready && -e $dir/grandchild.ready && -e $dir/daemon.ready ]]"
+	job=$(as_user sbatch --parsable -N1 -w node1 -o "$dir/out" "$@" "$dir/job.sh")
+	wait_for 30 "the job's processes" eval "[[ -e $dir/shell.ready && -e $dir/child.ready && -e $dir/grandchild.ready && -e $dir/daemon.ready ]]" >&2
+	echo "$job"
+}
+
+@test "cgroup tracking: Slurm's own --full signal reaches the job's process group only, and a process that left it dies with the job" {
+	grep -q '^ProctrackType=proctrack/cgroup' "$SLURM_CONF" || skip "cgroups unavailable on this host (see the README)"
+	local dir=$ONRAMP_JOBS_DIR/sig.$$ job pid
+	job=$(sig_job "$dir")
 	pid=$(cat "$dir/daemon.ready")
 	grep -q "job_$job/step_batch" "/proc/$pid/cgroup"
-	# onramp's checkpoint signal (MigrateSignalTarget=full), as onrampctl
-	# migrate sends it. Slurm 22.05 delivers it to the batch step's process
-	# group (killpg), with any ProctrackType: not to the daemon (README).
+	# scancel --signal --full: Slurm 22.05 delivers it to the batch step's
+	# process group (killpg), with any ProctrackType: not to the daemon.
 	scancel --signal=USR2 --full "$job"
 	wait_for 20 "the process group to get the signal" eval "[[ -e $dir/shell && -e $dir/child && -e $dir/grandchild ]]"
+	sleep 2
+	[[ ! -e $dir/daemon ]]
 	# The cgroup holds the daemon: the job's end (a migration's requeue)
 	# kills it, which linuxproc tracking cannot do for a reparented process.
 	scancel "$job" 2>/dev/null || true
 	wait_for 30 "the daemon to die with the job" eval "! kill -0 $pid 2>/dev/null"
+}
+
+@test "cgroup tracking: onrampctl migrate's checkpoint signal reaches every process of the job, also one that left its process group" {
+	grep -q '^ProctrackType=proctrack/cgroup' "$SLURM_CONF" || skip "cgroups unavailable on this host (see the README)"
+	local dir=$ONRAMP_JOBS_DIR/msig.$$ job off
+	off=$(log_offset "$ONRAMP_CTLD_LOG")
+	echo "MigratePartitions=batch" >>"$ETC/onramp.conf"
+	scontrol reconfigure
+	wait_for 30 "job_submit/onramp to reload onramp.conf" \
+		log_since_has "$ONRAMP_CTLD_LOG" "$off" "job_submit/onramp: loaded"
+	job=$(sig_job "$dir" -p batch --comment="onramp:ckpt=$dir")
+	# The job writes no checkpoint: the migration aborts after the signal.
+	run "$ONRAMPCTL" migrate --jobs "$job" --to rack2 --ack-timeout 5
+	echo "$output"
+	scancel "$job" 2>/dev/null || true
+	[ "$status" -eq 1 ]
+	[[ $output == *"ABORTED: no new checkpoint generation"* ]]
+	[[ -e $dir/shell && -e $dir/child && -e $dir/grandchild ]]
+	# The daemon too: onramp-signal-cgroup ran as a step of the job.
+	[[ -e $dir/daemon ]]
 }
