@@ -18,18 +18,8 @@ namespace {
 
 using slurm::kReasonPrefix;
 
-bool has_feature(const std::string &list, const std::string &f)
-{
-	return ("," + list + ",").find("," + f + ",") != std::string::npos;
-}
-
-std::string join(const std::vector<std::string> &v)
-{
-	std::string out;
-	for (const auto &s : v)
-		out += (out.empty() ? "" : ",") + s;
-	return out;
-}
+using slurm::has_feature;
+using slurm::join;
 
 bool one_of(const std::string &s, std::initializer_list<const char *> set)
 {

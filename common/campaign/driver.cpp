@@ -67,18 +67,8 @@ Settings settings_from(const Config &cfg, slurm::SlurmClient &slurm)
 
 namespace {
 
-bool has_feature(const std::string &list, const std::string &f)
-{
-	return ("," + list + ",").find("," + f + ",") != std::string::npos;
-}
-
-std::string join(const std::vector<std::string> &v)
-{
-	std::string out;
-	for (const auto &s : v)
-		out += (out.empty() ? "" : ",") + s;
-	return out;
-}
+using slurm::has_feature;
+using slurm::join;
 
 } // namespace
 

@@ -212,6 +212,21 @@ Status resume_node(SlurmClient &c, const std::string &node, const std::string &p
 Status set_active_feature(SlurmClient &c, const std::string &node, const std::string &feature,
                           bool active);
 
+// f is one of a comma-separated feature list ("rack1,onramp_ok").
+inline bool has_feature(const std::string &list, const std::string &f)
+{
+	return ("," + list + ",").find("," + f + ",") != std::string::npos;
+}
+
+// v joined with commas (a node or feature list).
+inline std::string join(const std::vector<std::string> &v)
+{
+	std::string out;
+	for (const auto &s : v)
+		out += (out.empty() ? "" : ",") + s;
+	return out;
+}
+
 // Whether text starts with prefix.
 inline bool has_prefix(const std::string &text, const std::string &prefix)
 {
