@@ -146,10 +146,12 @@ reconfigure_expect() {
 	chmod 755 "$dir"
 	mkdir -p "$dir/etc"
 	printf 'GpuBackend=sim\nNcclBusBwFraction=lots\n' >"$dir/etc/onramp.conf"
-	local base
+	local base slurm
 	base=$(free_port_base 8)
+	# The Slurm the shared cluster runs (--slurm PREFIX), else the installed one.
+	slurm=$(cluster_param SLURM)
 	run env ONRAMP_CTLD_PORT="$base" ONRAMP_SLURMD_PORT_BASE="$((base + 2))" ONRAMP_START_TIMEOUT=15 \
-		"$ONRAMP_CLUSTER_TOOL" start --dir "$dir" --nodes 2 --racks 1 --onramp no
+		"$ONRAMP_CLUSTER_TOOL" start --dir "$dir" ${slurm:+--slurm "$slurm"} --nodes 2 --racks 1 --onramp no
 	"$ONRAMP_CLUSTER_TOOL" stop --dir "$dir" >/dev/null 2>&1 || true
 	[ "$status" -ne 0 ]
 	grep -q "job_submit/onramp: $dir/etc/onramp.conf:2: key 'NcclBusBwFraction': 'lots' is not a number" \
