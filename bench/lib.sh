@@ -3,7 +3,7 @@
 
 # median: one number per line on stdin.
 bench_median() {
-	tr ' ' '\n' | grep -v '^$' | sort -n |
+	tr ' ' '\n' | { grep -v '^$' || true; } | sort -n |
 		awk '{a[NR]=$1} END {if (NR == 0) print "nan"; else print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'
 }
 
