@@ -1,8 +1,9 @@
-# bench/lib.sh - shared by the benchmarks. shellcheck shell=bash
+# bench/lib.sh - shared by the benchmarks.
+# shellcheck shell=bash
 
 # median: one number per line on stdin.
 bench_median() {
-	tr ' ' '\n' | grep -v '^$' | sort -n |
+	tr ' ' '\n' | { grep -v '^$' || true; } | sort -n |
 		awk '{a[NR]=$1} END {if (NR == 0) print "nan"; else print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'
 }
 
@@ -22,4 +23,19 @@ bench_section() {
 		echo "<!-- /$name -->"
 	} >>"$results.new"
 	mv "$results.new" "$results"
+}
+
+# bench_slurm_args: "--slurm PREFIX" for onramp-cluster when onramp is built
+# against a Slurm prefix (contrib/build --slurm), else nothing: a benchmark
+# runs the Slurm its plugins were built for.
+bench_slurm_args() {
+	local prefix
+	prefix=$(sed -n 's/^SLURM_PREFIX = //p' "$(dirname "${BASH_SOURCE[0]}")/../Makefile" 2>/dev/null)
+	[ -z "$prefix" ] || echo "--slurm $prefix"
+}
+
+# bench_slurm_version: MAJOR.MINOR of the slurmctld in PATH (after the
+# cluster's env), e.g. 26.05; results sections are named by it.
+bench_slurm_version() {
+	slurmctld -V | awk '{split($NF, v, "."); print v[1] "." v[2]}'
 }

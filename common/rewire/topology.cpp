@@ -409,4 +409,54 @@ Result<SwitchTable> build_switch_table(const TopologyConf &conf,
 	return t;
 }
 
+Result<std::string> topology_derive(const TopologyConf &conf, const std::set<std::string> &cut)
+{
+	for (const auto &l : cut) {
+		int i = conf.find(l);
+		if (i < 0 || conf.switches[static_cast<size_t>(i)].nodes.empty())
+			return Status::Error(conf.origin + ": cannot cut '" + l +
+			                     "': not a leaf switch (one with Nodes=)");
+	}
+	std::string out = "# Derived by onramp from " + conf.origin + " (do not edit)";
+	if (!cut.empty())
+		out += strprintf(": %zu leaf switch(es) cut", cut.size());
+	out += "\n";
+	for (const auto &s : conf.switches) {
+		out += "SwitchName=" + s.name;
+		if (s.link_speed != 1)
+			out += strprintf(" LinkSpeed=%u", s.link_speed);
+		if (!s.nodes.empty())
+			out += " Nodes=" + s.nodes;
+		if (!s.switches.empty()) {
+			auto kids = hostlist_expand(s.switches);
+			if (!kids.ok())
+				return Status::Error(strprintf(
+				    "%s:%d: switch %s: Switches=: %s", conf.origin.c_str(), s.line,
+				    s.name.c_str(), kids.status().message().c_str()));
+			std::vector<std::string> kept;
+			for (const auto &k : kids.value())
+				if (!cut.count(k))
+					kept.push_back(k);
+			if (kept.empty())
+				return Status::Error(strprintf(
+				    "%s:%d: switch %s: the cut leaves every child switch it has",
+				    conf.origin.c_str(), s.line, s.name.c_str()));
+			out += " Switches=" +
+			       (kept.size() == kids->size() ? s.switches : hostlist_compress(kept));
+		}
+		out += "\n";
+	}
+	// What tree will read must parse and build like the cut table.
+	auto again = topology_parse(out, conf.origin + " (derived)");
+	if (!again.ok())
+		return again.status();
+	auto names = topology_node_names(again.value());
+	if (!names.ok())
+		return names.status();
+	auto table = build_switch_table(again.value(), names.value());
+	if (!table.ok())
+		return table.status();
+	return out;
+}
+
 } // namespace onramp

@@ -75,6 +75,15 @@ Result<std::vector<std::string>> topology_node_names(const TopologyConf &conf);
 // leaves is an error naming the file and the second leaf's line.
 Result<std::map<std::string, std::string>> topology_leaf_of(const TopologyConf &conf);
 
+// The text of a topology.conf for stock topology/tree whose table equals
+// build_switch_table(conf, nodes, cut): every leaf in cut is dropped from its
+// parents' Switches= (tree then gives it no parent: jobs stay inside it),
+// every other line as written. The rewiring mechanism on Slurm 24.05+, where
+// the switch table is the topology plugin's own (README, "Slurm versions").
+// Errors: a cut name that is not a leaf switch, a switch left without
+// children; the text is parsed and built again before it is returned.
+Result<std::string> topology_derive(const TopologyConf &conf, const std::set<std::string> &cut);
+
 class Config;
 // Where topology.conf is, for every reader (topology/onramp, the rewire and
 // campaign tools, the exporter): $ONRAMP_TOPOLOGY_CONF, else beside

@@ -356,20 +356,22 @@ public:
 
 	Result<std::map<std::string, std::string>> node_leaves() override
 	{
-#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(25, 5, 0)
-		// VERSION: from 25.05 slurm_load_topo's reply is the plugin's
-		// opaque data, and slurm_load_topo_config makes slurmctld serialize
-		// its topology with a serializer plugin (fatal in slurmctld when
-		// none is built). Leaf membership is read from the topology.conf
-		// that topology/onramp reads, by onramp's one parser; none (or
-		// not a tree) is no leaves.
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(24, 5, 0)
+		// VERSION: from 24.05 slurm_load_topo's reply carries the plugin's
+		// data, which libslurm unpacks by loading topology/tree in the
+		// client (24.11: dlopen fails, undefined symbol topo_conf, and the
+		// call with it); from 25.05 the reply is only that data, and
+		// slurm_load_topo_config makes slurmctld serialize its topology
+		// with a serializer plugin (fatal in slurmctld when none is built).
+		// Leaf membership is read from the topology.conf that
+		// topology/onramp reads, by onramp's one parser; none (or not a
+		// tree) is no leaves.
 		auto conf = topology_load(default_topology_path());
 		if (!conf.ok())
 			return std::map<std::string, std::string>{};
 		return topology_leaf_of(conf.value());
 #else
-		// VERSION: 22.05 fills topo_info_response_msg_t's topo_array (24.11
-		// too for a tree topology; its reply also carries the plugin's data).
+		// VERSION: 22.05 fills topo_info_response_msg_t's topo_array.
 		topo_info_response_msg_t *msg = nullptr;
 		int err = call("slurm_load_topo", [&] { return slurm_load_topo(&msg); });
 		if (err)

@@ -14,6 +14,8 @@
 //                                                  "nodes"}]} for the shell (jq)
 //   onramp-rewire [--conf F] check [--fail SW...]  fault domains (exit 1: a single
 //                                                  spine failure cuts a leaf)
+//   onramp-rewire [--conf F] derive [LEAF...]      print topology.conf for stock
+//                                                  topology/tree with LEAF... cut
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -166,7 +168,8 @@ int usage(FILE *f)
 	fprintf(
 	    f,
 	    "usage: onramp-rewire [--conf FILE] validate [PLAN] | install PLAN | set ID "
-	    "planned|active|done | stage ID N | status | cut ID [--json] | check [--fail SW...]\n");
+	    "planned|active|done | stage ID N | status | cut ID [--json] | check [--fail SW...] |\n"
+	    "  derive [LEAF...]\n");
 	return f == stdout ? 0 : kBadInput;
 }
 
@@ -218,6 +221,13 @@ int main(int argc, char **argv)
 			}
 		}
 		return cmd_check(c, fails);
+	}
+	if (cmd == "derive") {
+		auto d = topology_derive(c.topo, std::set<std::string>(args.begin(), args.end()));
+		if (!d.ok())
+			return fail(d.status().message());
+		fputs(d->c_str(), stdout);
+		return 0;
 	}
 	auto plan = live_plan(c);
 	if (!plan.ok())

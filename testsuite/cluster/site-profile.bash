@@ -72,6 +72,11 @@ ensure_slurm_user() {
 	for t in mariadb-install-db mariadbd mariadb slurmdbd sacctmgr runuser; do
 		command -v "$t" >/dev/null || die "'$t' not found (the site profile needs slurmdbd, slurm-wlm-mysql-plugin and mariadb-server: contrib/install-deps)"
 	done
+	# slurmdbd must be at least slurmctld's version: another Slurm (--slurm
+	# PREFIX) needs its own, which contrib/slurm-source does not build.
+	if [[ -n ${P_SLURM:-} && ! -x $P_SLURM/sbin/slurmdbd ]]; then
+		die "--profile site with --slurm $P_SLURM: no slurmdbd there (contrib/slurm-source builds none; the installed $(command -v slurmdbd) cannot serve a newer slurmctld)"
+	fi
 }
 
 # slurm.conf and the files beside it for the site profile (after write_config).

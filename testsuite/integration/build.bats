@@ -2,7 +2,8 @@
 # The build's guard rails: configure refuses a Slurm source tree that is
 # missing, unconfigured or of another version than the installed daemons,
 # and contrib/slurm-source reuses its cache. Runs in a scratch copy of the
-# tree (no cluster needed).
+# tree (no cluster needed), against the Slurm the build under test was
+# configured for (the installed 22.05, or contrib/build --slurm's prefix).
 
 load helpers
 
@@ -11,12 +12,14 @@ setup_file() {
 	mkdir -p "$SCRATCH"
 	git -C "$ONRAMP_REPO" ls-files -z | (cd "$ONRAMP_REPO" && xargs -0 tar cf -) | tar xf - -C "$SCRATCH"
 	(cd "$SCRATCH" && autoreconf -fi >/dev/null 2>&1)
-	export SLURM_SRC
-	SLURM_SRC=$("$ONRAMP_REPO/contrib/slurm-source" 2>/dev/null)
+	export SLURM_SRC SLURM_PREFIX
+	SLURM_SRC=$(sed -n 's/^SLURM_SRC = //p' "$ONRAMP_REPO/Makefile" 2>/dev/null)
+	SLURM_PREFIX=$(sed -n 's/^SLURM_PREFIX = //p' "$ONRAMP_REPO/Makefile" 2>/dev/null)
+	[ -n "$SLURM_SRC" ] || SLURM_SRC=$("$ONRAMP_REPO/contrib/slurm-source" 2>/dev/null)
 }
 
 configure_with() {
-	(cd "$SCRATCH" && ./configure -q --with-slurm-source="$1" 2>&1)
+	(cd "$SCRATCH" && ./configure -q --with-slurm-source="$1" ${SLURM_PREFIX:+--with-slurm-prefix="$SLURM_PREFIX"} 2>&1)
 }
 
 @test "configure without --with-slurm-source says what it needs" {
@@ -44,13 +47,17 @@ configure_with() {
 	local fake=$BATS_TEST_TMPDIR/other
 	mkdir -p "$fake/src/common" "$fake/slurm"
 	cp "$SLURM_SRC/src/common/plugin.h" "$fake/src/common/"
-	sed 's/^#define SLURM_VERSION_STRING ".*"/#define SLURM_VERSION_STRING "24.11.5"/' \
+	# A version no build uses; the installed one is the build's own.
+	sed 's/^#define SLURM_VERSION_STRING ".*"/#define SLURM_VERSION_STRING "21.08.8"/' \
 		"$SLURM_SRC/config.h" >"$fake/config.h"
-	sed 's/^#define SLURM_VERSION_NUMBER .*/#define SLURM_VERSION_NUMBER 0x180b05/' \
+	sed 's/^#define SLURM_VERSION_NUMBER .*/#define SLURM_VERSION_NUMBER 0x150808/' \
 		"$SLURM_SRC/slurm/slurm_version.h" >"$fake/slurm/slurm_version.h"
+	local installed
+	installed=$(sed -n 's/^#define SLURM_VERSION_STRING "\(.*\)"$/\1/p' "$SLURM_SRC/config.h")
+	[ -n "$installed" ] && [ "$installed" != 21.08.8 ]
 	run configure_with "$fake"
 	[ "$status" -ne 0 ]
-	[[ $output == *"is version 24.11.5 but the installed"*"is 22.05.8"* ]]
+	[[ $output == *"is version 21.08.8 but the installed"*"is $installed"* ]]
 }
 
 @test "the plugins carry the configured tree's SLURM_VERSION_NUMBER" {
@@ -65,9 +72,18 @@ configure_with() {
 }
 
 @test "contrib/slurm-source reuses its cache on a second run" {
-	run "$ONRAMP_REPO/contrib/slurm-source"
-	[ "$status" -eq 0 ]
-	[[ $output == *"using cached configured tree"* ]]
+	if [ -n "$SLURM_PREFIX" ]; then
+		# An upstream version built by contrib/slurm-source --version.
+		local v
+		v=$(sed -n 's/^#define SLURM_VERSION_STRING "\(.*\)"$/\1/p' "$SLURM_SRC/config.h")
+		run "$ONRAMP_REPO/contrib/slurm-source" --version "$v"
+		[ "$status" -eq 0 ]
+		[[ $output == *"using cached Slurm $v"* ]]
+	else
+		run "$ONRAMP_REPO/contrib/slurm-source"
+		[ "$status" -eq 0 ]
+		[[ $output == *"using cached configured tree"* ]]
+	fi
 	[ "${lines[-1]}" = "$SLURM_SRC" ]
 }
 

@@ -36,8 +36,12 @@ setup_file() {
 	done
 	size=$(du -sk "$B" | cut -f1)
 	((size < 64 * 1024))
-	jq -e '.libraries | index("libjansson.so.4") and index("libhwloc.so.15") and
-		index("libcrypto.so.3") and index("libslurm.so.38") and index("libstdc++.so.6")' \
+	# libslurm's soname is the Slurm version's (22.05: libslurm.so.38).
+	local slurm_so
+	slurm_so=$(readelf -d "$B/libexec/onramp-admit" | sed -n 's/.*(NEEDED).*\[\(libslurm\.so\.[0-9]*\)\]$/\1/p')
+	[ -n "$slurm_so" ]
+	jq -e --arg s "$slurm_so" '.libraries | index("libjansson.so.4") and index("libhwloc.so.15") and
+		index("libcrypto.so.3") and index($s) and index("libstdc++.so.6")' \
 		"$B/MANIFEST.json"
 	# glibc stays the host's; the bundle's own is kept apart for older hosts.
 	[ -z "$(find "$B/lib" -maxdepth 1 -regextype egrep -regex '.*/(libc|libm|libdl|libpthread|librt|ld-linux)[.-][^/]*')" ]

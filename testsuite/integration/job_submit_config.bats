@@ -37,22 +37,57 @@ ctld_is_up() {
 	scontrol ping 2>/dev/null | grep -q 'is UP'
 }
 
-# reconfigure_expect OFFSET PATTERN: scontrol reconfigure, then wait until
-# slurmctld's log gets PATTERN (after OFFSET) while slurmctld stays up.
+# reexecs: from 23.11 "scontrol reconfigure" re-executes slurmctld: a new
+# process (new pid) takes over when it starts, and the running one resumes
+# when the new one fails to start (README, "Slurm versions").
+reexecs() {
+	local v
+	v=$(scontrol --version | awk '{split($2, a, "."); printf "%d%02d", a[1], a[2]}')
+	((v >= 2311))
+}
+
+# reconfigure_expect OFFSET PATTERN [kept|replaced]: scontrol reconfigure,
+# then wait until slurmctld's log gets PATTERN (after OFFSET) while
+# slurmctld stays up. Up because it never went away, not because something
+# restarted it: before 23.11 the same process; from 23.11 either the same
+# process after Slurm's "reconfigure failed" or a new one Slurm's own
+# hand-over started (the old one gone), as the third argument demands.
 reconfigure_expect() {
-	local off=$1 pattern=$2 pid_before
+	local off=$1 pattern=$2 want=${3:-} pid_before pid_after
 	pid_before=$(cat "$ONRAMP_CLUSTER_DIR/var/run/slurmctld.pid")
 	run scontrol reconfigure
-	[ "$status" -eq 0 ]
+	if [ "$want" = kept ] && reexecs; then
+		# The new slurmctld refused the file: scontrol reports the failure.
+		[ "$status" -ne 0 ]
+	else
+		[ "$status" -eq 0 ]
+	fi
 	wait_for 30 "slurmctld log line matching '$pattern'" log_since_has "$ONRAMP_CTLD_LOG" "$off" "$pattern" || {
 		echo "--- slurmctld log since reconfigure:" >&2
 		log_since "$ONRAMP_CTLD_LOG" "$off" | tail -n 30 >&2
 		return 1
 	}
-	ctld_is_up
-	# Up because it never went away, not because something restarted it.
-	[ "$(cat "$ONRAMP_CLUSTER_DIR/var/run/slurmctld.pid")" = "$pid_before" ]
-	kill -0 "$pid_before"
+	if ! reexecs; then
+		ctld_is_up
+		[ "$(cat "$ONRAMP_CLUSTER_DIR/var/run/slurmctld.pid")" = "$pid_before" ]
+		kill -0 "$pid_before"
+		return 0
+	fi
+	if [ "$want" = kept ]; then
+		wait_for 30 "slurmctld resuming after the failed re-exec" log_since_has "$ONRAMP_CTLD_LOG" "$off" \
+			"Resuming operation, reconfigure failed"
+		ctld_is_up
+		[ "$(cat "$ONRAMP_CLUSTER_DIR/var/run/slurmctld.pid")" = "$pid_before" ]
+		kill -0 "$pid_before"
+	else
+		wait_for 30 "slurmctld handing over to its re-executed self" log_since_has "$ONRAMP_CTLD_LOG" "$off" \
+			"Relinquishing control to new slurmctld process"
+		wait_for 30 "the old slurmctld $pid_before to exit" eval "! kill -0 $pid_before 2>/dev/null"
+		ctld_is_up
+		pid_after=$(cat "$ONRAMP_CLUSTER_DIR/var/run/slurmctld.pid")
+		[ "$pid_after" != "$pid_before" ]
+		[ "$(cat "/proc/$pid_after/comm")" = slurmctld ]
+	fi
 }
 
 @test "JobSubmitPlugins=onramp is listed by scontrol show config" {
@@ -69,7 +104,7 @@ reconfigure_expect() {
 		echo "ThisIsNotAKey=1"
 	} >"$ONRAMP_CONF"
 	off=$(log_offset "$ONRAMP_CTLD_LOG")
-	reconfigure_expect "$off" "onramp\.conf:3"
+	reconfigure_expect "$off" "onramp\.conf:3" kept
 	log_since "$ONRAMP_CTLD_LOG" "$off" | grep -E "onramp\.conf:3" | grep -q "ThisIsNotAKey"
 	ctld_is_up
 
@@ -78,7 +113,7 @@ reconfigure_expect() {
 	# changed) before the reconfigure, and that load counts too.
 	off=$(log_offset "$ONRAMP_CTLD_LOG")
 	cp -p "$BACKUP" "$ONRAMP_CONF"
-	reconfigure_expect "$off" "job_submit/onramp: loaded .*onramp\.conf"
+	reconfigure_expect "$off" "job_submit/onramp: loaded .*onramp\.conf" replaced
 }
 
 @test "a line without '=' in onramp.conf at reconfigure keeps slurmctld up and logs the line number" {
@@ -88,7 +123,7 @@ reconfigure_expect() {
 		echo "this line has no equals sign"
 	} >"$ONRAMP_CONF"
 	off=$(log_offset "$ONRAMP_CTLD_LOG")
-	reconfigure_expect "$off" "onramp\.conf:2"
+	reconfigure_expect "$off" "onramp\.conf:2" kept
 	ctld_is_up
 
 	# Jobs are still accepted with the last good configuration.
@@ -100,7 +135,7 @@ reconfigure_expect() {
 	# changed) before the reconfigure, and that load counts too.
 	off=$(log_offset "$ONRAMP_CTLD_LOG")
 	cp -p "$BACKUP" "$ONRAMP_CONF"
-	reconfigure_expect "$off" "job_submit/onramp: loaded .*onramp\.conf"
+	reconfigure_expect "$off" "job_submit/onramp: loaded .*onramp\.conf" replaced
 }
 
 @test "a malformed onramp.conf at startup is refused with its line number" {
@@ -111,10 +146,12 @@ reconfigure_expect() {
 	chmod 755 "$dir"
 	mkdir -p "$dir/etc"
 	printf 'GpuBackend=sim\nNcclBusBwFraction=lots\n' >"$dir/etc/onramp.conf"
-	local base
+	local base slurm
 	base=$(free_port_base 8)
+	# The Slurm the shared cluster runs (--slurm PREFIX), else the installed one.
+	slurm=$(cluster_param SLURM)
 	run env ONRAMP_CTLD_PORT="$base" ONRAMP_SLURMD_PORT_BASE="$((base + 2))" ONRAMP_START_TIMEOUT=15 \
-		"$ONRAMP_CLUSTER_TOOL" start --dir "$dir" --nodes 2 --racks 1 --onramp no
+		"$ONRAMP_CLUSTER_TOOL" start --dir "$dir" ${slurm:+--slurm "$slurm"} --nodes 2 --racks 1 --onramp no
 	"$ONRAMP_CLUSTER_TOOL" stop --dir "$dir" >/dev/null 2>&1 || true
 	[ "$status" -ne 0 ]
 	grep -q "job_submit/onramp: $dir/etc/onramp.conf:2: key 'NcclBusBwFraction': 'lots' is not a number" \

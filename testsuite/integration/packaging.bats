@@ -7,8 +7,10 @@
 # source package.
 #
 # To keep the suite short the scratch copy reuses the tree's compiled
-# objects (timestamps kept, so make only links); set
-# ONRAMP_PACKAGE_FROM_SCRATCH=1 to compile everything again.
+# objects (timestamps kept, so make only links) when the tree is built
+# against the installed Slurm, which the packages are built for; set
+# ONRAMP_PACKAGE_FROM_SCRATCH=1 to compile everything again (always so
+# when the tree is built for another Slurm: contrib/build --slurm).
 
 bats_require_minimum_version 1.5.0
 load helpers
@@ -19,7 +21,8 @@ setup_file() {
 	mkdir -p "$SCRATCH"
 	# Tracked and new (not ignored) files, as a commit would have them.
 	sources | (cd "$ONRAMP_REPO" && tar cf - --null -T -) | tar xf - -C "$SCRATCH"
-	if [[ -z ${ONRAMP_PACKAGE_FROM_SCRATCH:-} && -f $ONRAMP_REPO/config.h ]]; then
+	if [[ -z ${ONRAMP_PACKAGE_FROM_SCRATCH:-} && -f $ONRAMP_REPO/config.h ]] &&
+		[[ -z $(sed -n 's/^SLURM_PREFIX = //p' "$ONRAMP_REPO/Makefile") ]]; then
 		(cd "$ONRAMP_REPO" && find . -path ./stage -prune -o \( -name '*.o' -o -name '*.lo' \
 			-o -path '*/.deps/*' -o -name .dirstamp -o -name config.h \) -print0 |
 			tar cf - --null -T -) | tar xf - -C "$SCRATCH"
@@ -40,7 +43,12 @@ sources() {
 	run make -s -C "$ONRAMP_REPO" install DESTDIR="$d"
 	echo "$output"
 	[ "$status" -eq 0 ]
-	for f in "$plugindir"/{job_submit,node_features,topology,spank}_onramp.so \
+	# topology/onramp exists up to Slurm 23.11 (README, "Slurm versions").
+	local v plugins=("$plugindir"/{job_submit,node_features,spank}_onramp.so)
+	v=$(sed -n 's/^SLURM_SRC_VERSION = //p' "$ONRAMP_REPO/Makefile" | awk -F. '{printf "%d%02d", $1, $2}')
+	[ -n "$v" ]
+	((v >= 2405)) || plugins+=("$plugindir/topology_onramp.so")
+	for f in "${plugins[@]}" \
 		"$prefix"/sbin/{onrampctl,onramp-admit,onramp-prolog,onramp-epilog,onramp-metrics,onramp-rewire,onramp-migrate,onramp-config} \
 		"$prefix"/bin/{onramp-ckpt,onramp-trainer} \
 		"$prefix"/libexec/onramp/{onramp-lib.sh,onramp-reboot,onramp-trigger,onramp-admission-job,onramp-campaign} \

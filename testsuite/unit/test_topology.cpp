@@ -152,6 +152,45 @@ static void cut_rule(void **)
 	assert_false(build_switch_table(topo, nodes8(), {"spine"}).ok());
 }
 
+// The derived file (Slurm 24.05+: stock topology/tree reads it) gives tree
+// the table topology/onramp builds with the same leaves cut.
+static void derived_file_builds_the_cut_table(void **)
+{
+	for (const std::set<std::string> &cut :
+	     {std::set<std::string>{}, {"leaf2"}, {"leaf1", "leaf4"}}) {
+		auto d = topology_derive(topo4(), cut);
+		assert_true(d.ok());
+		auto again = topology_parse(d.value(), "derived");
+		assert_true(again.ok());
+		auto want = build_switch_table(topo4(), nodes8(), cut);
+		auto got = build_switch_table(again.value(), nodes8());
+		assert_true(want.ok() && got.ok());
+		assert_int_equal(got->sw.size(), want->sw.size());
+		assert_int_equal(got->levels, want->levels);
+		assert_int_equal(got->have_root, want->have_root);
+		for (size_t i = 0; i < want->sw.size(); i++) {
+			const SwitchRec &w = want->sw[i], &g = got->sw[i];
+			assert_string_equal(g.name.c_str(), w.name.c_str());
+			assert_int_equal(g.level, w.level);
+			assert_int_equal(g.parent, w.parent);
+			assert_string_equal(g.switches.c_str(), w.switches.c_str());
+			assert_true(g.children == w.children);
+			assert_true(g.dist == w.dist);
+			assert_true(g.node_index == w.node_index);
+		}
+	}
+	auto d = topology_derive(topo4(), {"leaf2"});
+	assert_contains(d.value(), "SwitchName=spine Switches=leaf[1,3-4]\n");
+	assert_contains(d.value(), "SwitchName=leaf2 LinkSpeed=100 Nodes=node[3-4]\n");
+	// Only leaves are cut, and a switch keeps a child.
+	assert_contains(topology_derive(topo4(), {"spine"}).status().message(),
+	                "cannot cut 'spine': not a leaf switch");
+	assert_contains(topology_derive(topo4(), {"nope"}).status().message(), "cannot cut 'nope'");
+	assert_contains(
+	    topology_derive(topo4(), {"leaf1", "leaf2", "leaf3", "leaf4"}).status().message(),
+	    "switch spine: the cut leaves every child switch it has");
+}
+
 static void fabric_errors_name_file_and_field(void **)
 {
 	TopologyConf topo = topo4();
@@ -551,6 +590,7 @@ int main(void)
 	    cmocka_unit_test(parse_errors_name_file_and_line),
 	    cmocka_unit_test(table_as_tree_builds_it),
 	    cmocka_unit_test(cut_rule),
+	    cmocka_unit_test(derived_file_builds_the_cut_table),
 	    cmocka_unit_test(fabric_errors_name_file_and_field),
 	    cmocka_unit_test(plan_validation),
 	    cmocka_unit_test(a_long_plan_history_validates_in_linear_time),
