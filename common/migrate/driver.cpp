@@ -373,11 +373,21 @@ bool Driver::drive_locked(Migration &m)
 
 	if (m.state == "CHECKPOINTED") {
 		std::string note;
+		// The checkpoint directory comes from the job's comment, which its
+		// user writes: every file must be the job's user's, and as root a
+		// child with his privileges hashes them (never the directory
+		// owner's, which may be another user's or root), under
+		// CheckpointVerifyMaxGiB/Timeout.
+		auto owner = job(m.job);
+		if (!owner)
+			return aborted(m,
+			               "job " + jid +
+			                   " is gone (purged?); its checkpoint cannot be verified "
+			                   "as its user");
+		ckpt::VerifyLimits lim = ckpt::verify_limits(cfg_);
+		lim.uid = owner->uid;
 		if (m.gen) {
-			// As root: hashed by a child with the generation owner's
-			// privileges, under CheckpointVerifyMaxGiB/Timeout.
-			auto v = ckpt::verify(m.ckpt_dir, static_cast<uint64_t>(m.gen),
-			                      ckpt::verify_limits(cfg_));
+			auto v = ckpt::verify(m.ckpt_dir, static_cast<uint64_t>(m.gen), lim);
 			if (!v.ok()) {
 				note = v.status().message();
 				log_error("job %u: %s", m.job, note.c_str());
@@ -390,7 +400,7 @@ bool Driver::drive_locked(Migration &m)
 			}
 		}
 		if (!m.gen) {
-			auto l = ckpt::latest(m.ckpt_dir, ckpt::verify_limits(cfg_));
+			auto l = ckpt::latest(m.ckpt_dir, lim);
 			if (!l.ok())
 				return aborted(m, "no verified checkpoint generation in " +
 				                      m.ckpt_dir +

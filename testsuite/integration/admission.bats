@@ -5,6 +5,7 @@
 
 load helpers
 load admission_helpers
+bats_require_minimum_version 1.5.0
 
 setup() {
 	require_cluster
@@ -41,7 +42,7 @@ setup() {
 	wait_for 60 "node7 drained" drained_with node7 '^onramp:XID_CRITICAL: .*79'
 	wait_for 60 "node8 drained" drained_with node8 '^onramp:ECC_UNCORRECTED: '
 	for n in node5 node6 node7 node8; do
-		! node_admitted "$n"
+		run ! node_admitted "$n"
 		[ "$(record_field "$n" status)" = FAIL ]
 	done
 	restore_nodes 'node[5-8]'
@@ -58,8 +59,8 @@ setup() {
 	wait_for 60 "node7 drained" drained_with node7 '^onramp:AFFINITY_MISMATCH: .*GPU'
 	wait_for 90 "node8 drained" drained_with node8 '^onramp:CHECK_TIMEOUT: .*nccl_allreduce'
 	# The hung check and its helper process were killed at the timeout.
-	! pgrep -f 'onramp-admit.*node8'
-	! pgrep -f 'onramp-sim-hang'
+	run ! pgrep -f 'onramp-admit.*node8'
+	run ! pgrep -f 'onramp-sim-hang'
 	restore_nodes 'node[5-8]'
 }
 

@@ -1,9 +1,10 @@
 #!/usr/bin/env bats
 # onramp-cluster: --nodes 8 --racks 4 --topology-plugin topology/onramp
-# A short seeded subset of bench/fault-campaign: onramp's admission and
-# rewire flows killed with SIGKILL at a random point, slurmctld restarted
-# mid-flow; run again, every flow ends with every node admitted and idle,
-# no onramp drain or reservation left and no window active.
+# A short seeded subset of bench/fault-campaign: onramp's admission,
+# rewire and migration flows killed with SIGKILL at a random point,
+# slurmctld restarted (or killed) mid-flow; run again, every flow ends with
+# every node admitted and idle, no onramp drain or reservation left, no
+# window active, the migrated job running once on its target rack.
 
 load helpers
 load admission_helpers
@@ -23,10 +24,21 @@ teardown() {
 }
 
 @test "3 seeded faults in admission and rewire flows leave nothing behind" {
-	run timeout 600 "$ONRAMP_REPO/bench/fault-campaign" --seed "${ONRAMP_FAULT_SEED:-7}" --trials 3
+	run timeout 600 "$ONRAMP_REPO/bench/fault-campaign" --seed "${ONRAMP_FAULT_SEED:-7}" --trials 3 --flows admit,rewire
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[[ $output == *"violations 0 ctld_deaths 0"* ]]
+}
+
+@test "a migration whose onramp-migrate and slurmctld are killed with SIGKILL mid-flow is finished by --resume" {
+	[[ -x $ONRAMP_REPO/contrib/examples/onramp-trainer ]] || skip "onramp-trainer not built"
+	# Seed 1: SIGKILL of onramp-migrate and of slurmctld 19 s into the
+	# migration (the job requeued, held or steered), then --resume.
+	run timeout 300 "$ONRAMP_REPO/bench/fault-campaign" --seed "${ONRAMP_FAULT_MIGRATE_SEED:-1}" --trials 1 --flows migrate
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == *"kill-9 ctld-kill-9"* ]]
+	[[ $output == *"faults 2 violations 0 ctld_deaths 0"* ]]
 }
 
 @test "onrampctl admit killed after submitting its job: the next run cancels the orphan and releases the node" {

@@ -91,6 +91,7 @@ struct World {
 		                            migrate::format_checkpoint_signal(
 		                                SIGUSR2, 60, migrate::SignalTarget::Batch));
 		j.job.admin_comment = "site note";
+		j.job.uid = getuid(); // the checkpoint's files are the job's user's
 		// The job: checkpoints when signalled, resumes when started.
 		slurm.on_signal = [this](FakeSlurm::FakeJob &, int sig) {
 			assert_int_equal(sig, SIGUSR2);
@@ -364,6 +365,72 @@ void test_old_journal_mid_flight(void **)
 	assert_string_equal(msg.value().c_str(), "ExcNodeList=n1 Features=rack2 Switches=1@2");
 }
 
+// The checkpoint directory is named by the job's comment, which its user
+// writes: a checkpoint that is not the job's user's (another user's
+// directory, root's files; before, the driver verified as the owner of the
+// generation directory, whoever that was) is never verified, used or
+// leaked: the migration is aborted, the job keeps running where it was.
+void test_checkpoint_of_another_user_is_refused(void **)
+{
+	World w;
+	uid_t other = getuid() == 65534 ? 65533 : 65534;
+	w.slurm.jobs_.at(kJob).job.uid = other;
+	migrate::CrashHook none;
+	w.migrate(none);
+	auto all = w.journal()->list(kJob);
+	assert_true(all.ok());
+	assert_int_equal(all->size(), 1);
+	const Migration &m = all->front();
+	assert_string_equal(m.state.c_str(), "ABORTED");
+	assert_contains(m.error, "new checkpoint is bad");
+	// As the user (not root) the owner check names both uids; as root
+	// the child that became the user cannot even open the directory.
+	if (getuid() != 0)
+		assert_contains(m.error, "not by uid " + std::to_string(other));
+	const auto &fj = w.slurm.jobs_.at(kJob);
+	assert_string_equal(fj.job.state.c_str(), "RUNNING");
+	assert_string_equal(fj.job.nodes.c_str(), "n1");
+	assert_int_equal(w.count_actions("requeuehold"), 0);
+	assert_false(w.slurm.nodes_.at("n1").drain);
+}
+
+// As root the job's user's checkpoint is verified by a child that became
+// the user: a shard the user cannot read (mode 0, his own file) fails even
+// though root could read it, and the same tree readable by him migrates.
+void test_root_verifies_as_the_job_user(void **)
+{
+	if (geteuid() != 0) {
+		print_message("# skipped: needs root\n");
+		return;
+	}
+	uid_t user = 65534;
+	for (int readable = 0; readable < 2; readable++) {
+		World w;
+		w.slurm.jobs_.at(kJob).job.uid = user;
+		auto sig = w.slurm.on_signal;
+		w.slurm.on_signal = [&](FakeSlurm::FakeJob &j, int s) {
+			sig(j, s);
+			std::string gd = ckpt::generation_dir(w.ckpt, 2);
+			if (!readable)
+				assert_int_equal(chmod((gd + "/model.bin").c_str(), 0), 0);
+			assert_int_equal(run_argv({"chown", "-R", std::to_string(user), w.dir}).rc,
+			                 0);
+		};
+		assert_int_equal(run_argv({"chown", "-R", std::to_string(user), w.dir}).rc, 0);
+		migrate::CrashHook none;
+		w.migrate(none);
+		auto all = w.journal()->list(kJob);
+		assert_true(all.ok());
+		if (readable) {
+			w.check_finished();
+		} else {
+			assert_string_equal(all->front().state.c_str(), "ABORTED");
+			assert_contains(all->front().error, "model.bin");
+			assert_int_equal(w.count_actions("requeuehold"), 0);
+		}
+	}
+}
+
 void test_second_migration_refused(void **)
 {
 	World w;
@@ -392,6 +459,8 @@ int main(void)
 	    cmocka_unit_test(test_ctld_down_too_long_aborts_cleanly),
 	    cmocka_unit_test(test_old_journal_mid_flight),
 	    cmocka_unit_test(test_second_migration_refused),
+	    cmocka_unit_test(test_checkpoint_of_another_user_is_refused),
+	    cmocka_unit_test(test_root_verifies_as_the_job_user),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
