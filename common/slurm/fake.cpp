@@ -21,10 +21,6 @@ std::set<std::string> expand_set(const std::string &hl)
 		out.insert(r->begin(), r->end());
 	return out;
 }
-bool has_feature(const std::string &list, const std::string &f)
-{
-	return ("," + list + ",").find("," + f + ",") != std::string::npos;
-}
 } // namespace
 
 FakeSlurm::FakeJob &FakeSlurm::add_job(uint32_t id, const std::string &nodes,

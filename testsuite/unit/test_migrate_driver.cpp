@@ -386,7 +386,7 @@ void test_checkpoint_of_another_user_is_refused(void **)
 	// As the user (not root) the owner check names both uids; as root
 	// the child that became the user cannot even open the directory.
 	if (getuid() != 0)
-		assert_contains(m.error, "not by uid " + std::to_string(other));
+		assert_contains(m.error, ("not by uid " + std::to_string(other)).c_str());
 	const auto &fj = w.slurm.jobs_.at(kJob);
 	assert_string_equal(fj.job.state.c_str(), "RUNNING");
 	assert_string_equal(fj.job.nodes.c_str(), "n1");
@@ -452,6 +452,8 @@ void test_second_migration_refused(void **)
 
 int main(void)
 {
+	// Root's verifications run the onramp-ckpt just built.
+	ckpt::set_verifier(ONRAMP_BUILDDIR "/contrib/tools/onramp-ckpt");
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_no_crash),
 	    cmocka_unit_test(test_crash_at_every_boundary),
