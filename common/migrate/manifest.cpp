@@ -721,6 +721,10 @@ Status pick_user(const std::string &dir, uint64_t generation, const VerifyLimits
 	return Status::Ok();
 }
 
+#ifndef ONRAMP_BINDIR
+#define ONRAMP_BINDIR "/usr/bin"
+#endif
+
 std::string g_verifier;
 
 void write_all(int fd, const std::string &s)
@@ -779,6 +783,11 @@ Result<Manifest> verify_as_user(const std::string &dir, uint64_t generation,
 	char env1[] = "LC_ALL=C";
 	char *envp[] = {env0, env1, nullptr};
 	gid_t gid = groups[0];
+	// Opened as root: the user needs to be able to run the program, not to
+	// reach it (a build tree under a private directory, say).
+	Fd exe(open(prog.c_str(), O_RDONLY | O_CLOEXEC));
+	if (exe.get() < 0)
+		return Status::Error(strprintf("verify: %s: %s", prog.c_str(), strerror(errno)));
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) != 0)
 		return Status::Error(strprintf("verify: pipe: %s", strerror(errno)));
@@ -796,7 +805,7 @@ Result<Manifest> verify_as_user(const std::string &dir, uint64_t generation,
 		    syscall(SYS_setresuid, uid, uid, uid) != 0 ||
 		    prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
 			_exit(126);
-		execve(argv[0], argv.data(), envp);
+		fexecve(exe.get(), argv.data(), envp);
 		_exit(127);
 	}
 	close(p[1]);

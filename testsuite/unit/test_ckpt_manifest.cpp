@@ -444,6 +444,35 @@ static void root_hashes_as_the_user(void **)
 	                "is owned by uid 65534, not by uid 4242");
 }
 
+// The verifying program is reached by root and run by the user: a build
+// tree under a directory only root may enter still works.
+static void root_runs_a_verifier_the_user_cannot_reach(void **)
+{
+	if (geteuid() != 0) {
+		print_message("skipped: needs root\n");
+		return;
+	}
+	const uid_t nobody = 65534;
+	std::string dir = unit_tmpdir();
+	assert_int_equal(chmod(dir.c_str(), 0755), 0);
+	make_gen(dir, 1, 5);
+	for (const char *p : {"", "/1", "/1/a.bin", "/1/sub", "/1/sub/b.bin", "/1/manifest.json"})
+		assert_int_equal(chown((dir + p).c_str(), nobody, nobody), 0);
+	std::string priv = unit_tmpdir();
+	assert_int_equal(chmod(priv.c_str(), 0700), 0);
+	std::string copy = priv + "/onramp-ckpt";
+	std::string cmd = "cp " ONRAMP_BUILDDIR "/contrib/tools/onramp-ckpt " + copy;
+	assert_int_equal(system(cmd.c_str()), 0);
+	ckpt::set_verifier(copy);
+	ckpt::VerifyLimits lim;
+	lim.uid = nobody;
+	auto v = ckpt::verify(dir, 1, lim);
+	ckpt::set_verifier(ONRAMP_BUILDDIR "/contrib/tools/onramp-ckpt");
+	if (!v.ok())
+		print_message("%s\n", v.status().message().c_str());
+	assert_true(v.ok());
+}
+
 // Root verifies in a child while other threads of the caller run (the
 // migration driver moves every job in its own thread): a thread that holds
 // one of libc's locks (here mktime's, which a manifest's time needs) when
@@ -514,6 +543,7 @@ int main(void)
 	    cmocka_unit_test(budget_and_deadline_bound_the_work),
 	    cmocka_unit_test(a_racing_symlink_never_verifies),
 	    cmocka_unit_test(root_hashes_as_the_user),
+	    cmocka_unit_test(root_runs_a_verifier_the_user_cannot_reach),
 	    cmocka_unit_test(root_verifies_beside_busy_threads),
 	};
 	return cmocka_run_group_tests_name("ckpt_manifest", tests, NULL, NULL);
