@@ -408,21 +408,32 @@ static void a_racing_symlink_never_verifies(void **)
 	assert_true(runs >= 100);
 }
 
-// As root, the files are read with the user's privileges and must be his:
-// a shard he cannot read himself fails, and so does a file of someone else
-// in his directory (a hard link to root's file, say).
-static void root_hashes_as_the_user(void **)
+static const uid_t nobody = 65534;
+
+// Root only: a committed generation 1 in a fresh directory, every file of it
+// nobody's; "" when not root (the test is skipped).
+static std::string nobodys_generation()
 {
 	if (geteuid() != 0) {
 		print_message("skipped: needs root\n");
-		return;
+		return "";
 	}
-	const uid_t nobody = 65534;
 	std::string dir = unit_tmpdir();
 	assert_int_equal(chmod(dir.c_str(), 0755), 0);
 	make_gen(dir, 1, 5);
 	for (const char *p : {"", "/1", "/1/a.bin", "/1/sub", "/1/sub/b.bin", "/1/manifest.json"})
 		assert_int_equal(chown((dir + p).c_str(), nobody, nobody), 0);
+	return dir;
+}
+
+// As root, the files are read with the user's privileges and must be his:
+// a shard he cannot read himself fails, and so does a file of someone else
+// in his directory (a hard link to root's file, say).
+static void root_hashes_as_the_user(void **)
+{
+	std::string dir = nobodys_generation();
+	if (dir.empty())
+		return;
 	ckpt::VerifyLimits lim;
 	lim.uid = nobody;
 	assert_true(ckpt::verify(dir, 1, lim).ok());
@@ -448,16 +459,9 @@ static void root_hashes_as_the_user(void **)
 // tree under a directory only root may enter still works.
 static void root_runs_a_verifier_the_user_cannot_reach(void **)
 {
-	if (geteuid() != 0) {
-		print_message("skipped: needs root\n");
+	std::string dir = nobodys_generation();
+	if (dir.empty())
 		return;
-	}
-	const uid_t nobody = 65534;
-	std::string dir = unit_tmpdir();
-	assert_int_equal(chmod(dir.c_str(), 0755), 0);
-	make_gen(dir, 1, 5);
-	for (const char *p : {"", "/1", "/1/a.bin", "/1/sub", "/1/sub/b.bin", "/1/manifest.json"})
-		assert_int_equal(chown((dir + p).c_str(), nobody, nobody), 0);
 	std::string priv = unit_tmpdir();
 	assert_int_equal(chmod(priv.c_str(), 0700), 0);
 	std::string copy = priv + "/onramp-ckpt";
@@ -480,16 +484,9 @@ static void root_runs_a_verifier_the_user_cannot_reach(void **)
 // verification has 2 s; one that hangs fails with "deadline passed".
 static void root_verifies_beside_busy_threads(void **)
 {
-	if (geteuid() != 0) {
-		print_message("skipped: needs root\n");
+	std::string dir = nobodys_generation();
+	if (dir.empty())
 		return;
-	}
-	const uid_t nobody = 65534;
-	std::string dir = unit_tmpdir();
-	assert_int_equal(chmod(dir.c_str(), 0755), 0);
-	make_gen(dir, 1, 5);
-	for (const char *p : {"", "/1", "/1/a.bin", "/1/sub", "/1/sub/b.bin", "/1/manifest.json"})
-		assert_int_equal(chown((dir + p).c_str(), nobody, nobody), 0);
 	ckpt::VerifyLimits lim;
 	lim.uid = nobody;
 	lim.timeout_ms = 2000;
