@@ -65,6 +65,22 @@ void free_conf(slurm_conf_t *conf)
 #endif
 }
 
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(26, 5, 0)
+extern "C" void slurm_xfree_ptr(void *ptr); // libslurm's xfree_ptr (not in slurm.h)
+#endif
+
+// VERSION: the name slurm_create_reservation returns is strdup()'d up to
+// 25.11 (free) and xstrdup()'d from 26.05 (slurm.h: "caller must xfree";
+// free() of it aborts: xmalloc's memory starts before the pointer).
+void free_resv_name(char *name)
+{
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(26, 5, 0)
+	slurm_xfree_ptr(name);
+#else
+	free(name);
+#endif
+}
+
 std::string str(const char *s)
 {
 	return s ? s : "";
@@ -463,7 +479,7 @@ public:
 			made = slurm_create_reservation(&m);
 			return made ? SLURM_SUCCESS : SLURM_ERROR;
 		});
-		free(made);
+		free_resv_name(made);
 		return err ? fail(err, "cannot create reservation " + r.name) : Status::Ok();
 	}
 
