@@ -62,10 +62,8 @@ int nodes_main(int argc, char **argv)
 		j.set("node", n.name).set("state", n.state).set_bool("drain", n.drain);
 		j.set_bool("reserved", n.reserved).set("reason", n.reason);
 		j.set("features_active", n.features_active);
-		j.set_bool(
-		    "admitted",
-		    ("," + n.features_active + ",").find("," + cfg->str("AdmittedFeature") + ",") !=
-		        std::string::npos);
+		j.set_bool("admitted",
+		           slurm::has_feature(n.features_active, cfg->str("AdmittedFeature")));
 		if (r.ok() && r.value())
 			j.set("reservation", resv);
 		else

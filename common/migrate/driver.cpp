@@ -518,8 +518,7 @@ bool Driver::drive_locked(Migration &m)
 					std::string f = node.ok() && node.value()
 					                    ? node.value()->features_active
 					                    : "";
-					if (("," + f + ",").find("," + m.target + ",") ==
-					    std::string::npos)
+					if (!slurm::has_feature(f, m.target))
 						on_target = false;
 				}
 				where = j->nodes;
