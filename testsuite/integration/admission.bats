@@ -188,13 +188,20 @@ setup() {
 }
 
 @test "the epilog revokes admission and drains a node that logged a critical XID during a job" {
-	local node=node2 job
+	local node=node2 job mark=$ONRAMP_JOBS_DIR/xid-during-job.$$
 	wait_for 60 "$node idle" admitted_idle "$node"
-	job=$(as_user sbatch --parsable -w "$node" -o /dev/null --wrap 'sleep 4')
-	submit_wait "$job" RUNNING 60
+	rm -f "$mark".*
+	# The job's script says it started (so the prolog has passed: with
+	# PrologFlags=Alloc a job is RUNNING while its prolog still runs) and
+	# then waits for the test's go-ahead, so the XID lands during the job.
+	job=$(as_user sbatch --parsable -w "$node" -o /dev/null \
+		--wrap "touch $mark.started; for i in \$(seq 600); do [ -e $mark.go ] && exit 0; sleep 0.2; done; exit 1")
+	wait_for 60 "job $job's script to start" test -e "$mark.started"
 	# A fresh XID 79 appears while the job runs.
 	sed 's/"age_s": [0-9.]*/"age_s": 0/' "$ONRAMP_REPO/etc/sim-profiles/xid.json" >"$ONRAMP_PROFILES/$node.json"
+	touch "$mark.go"
 	submit_wait "$job" COMPLETED 60
+	rm -f "$mark".*
 	wait_for 30 "$node drained by the epilog" drained_with "$node" '^onramp:EPILOG_XID: xid 79'
 	[ "$(record_field "$node" status)" = REVOKED ]
 	wait_for 30 "$node to lose $ONRAMP_FEATURE" eval "! node_admitted $node"
