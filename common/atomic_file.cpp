@@ -1,7 +1,9 @@
 #include "atomic_file.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -151,6 +153,19 @@ Status make_dirs(const std::string &path, mode_t mode)
 	if (stat(path.c_str(), &sb) != 0 || !S_ISDIR(sb.st_mode))
 		return Status::Error("mkdir " + path + ": exists and is not a directory");
 	return Status::Ok();
+}
+
+std::vector<std::string> list_dir(const std::string &dir)
+{
+	std::vector<std::string> out;
+	if (DIR *d = opendir(dir.c_str())) {
+		while (struct dirent *e = readdir(d))
+			if (e->d_name[0] != '.')
+				out.emplace_back(e->d_name);
+		closedir(d);
+	}
+	std::sort(out.begin(), out.end());
+	return out;
 }
 
 } // namespace onramp

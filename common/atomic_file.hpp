@@ -6,6 +6,7 @@
 
 #include <string>
 #include <sys/types.h>
+#include <vector>
 
 #include "status.hpp"
 
@@ -21,6 +22,9 @@ Result<std::string> read_file(const std::string &path, size_t max_bytes = 64u <<
 // mkdir -p with mode for created directories.
 Status make_dirs(const std::string &path, mode_t mode = 0755);
 
+// The names in dir, sorted, without those starting with '.'; empty when
+// dir cannot be read.
+std::vector<std::string> list_dir(const std::string &dir);
 // fsync a directory (after creating or renaming entries in it).
 Status fsync_dir(const std::string &dir);
 

@@ -23,6 +23,12 @@ Result<std::unique_ptr<Db>> Db::open(const std::string &path, int busy_ms, bool 
 	sqlite3_busy_timeout(h, busy_ms);
 	if (read_only)
 		return db;
+	// Keep the -wal and -shm files when the last connection closes: a
+	// reader that cannot create them (onramp-metrics as its own user, no
+	// write access to StateDir) can open a WAL database only while they
+	// exist (sqlite.org/wal.html, "Read-Only Databases").
+	int persist = 1;
+	sqlite3_file_control(h, "main", SQLITE_FCNTL_PERSIST_WAL, &persist);
 	Status st = db->exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;");
 	if (!st.ok())
 		return st;

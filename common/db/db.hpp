@@ -25,8 +25,10 @@ class Stmt;
 class Db {
 public:
 	// Open (creating it when absent) the database at path: WAL,
-	// synchronous=FULL, busy timeout busy_ms. Read-only: an existing
-	// database, nothing written (a reader such as onramp-metrics).
+	// synchronous=FULL, busy timeout busy_ms, its -wal and -shm files kept
+	// after the last close (so a reader without write access to the
+	// directory can open it). Read-only: an existing database, nothing
+	// written (a reader such as onramp-metrics).
 	static Result<std::unique_ptr<Db>> open(const std::string &path, int busy_ms = 10000,
 	                                        bool read_only = false);
 	~Db();
