@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "atomic_file.hpp"
+#include "cli.hpp"
 #include "config.hpp"
 #include "log.hpp"
 #include "metrics/collect.hpp"
@@ -38,7 +39,7 @@ int usage(FILE *f)
 	    f,
 	    "usage: onramp-metrics node [--conf F] [--node N] [--sysfs-root DIR] "
 	    "[--textfile-dir DIR]\n"
-	    "       onramp-metrics controller [--conf F]\n"
+	    "       onramp-metrics controller [--conf F] [--textfile-dir DIR]\n"
 	    "       onramp-metrics serve [--conf F] [--listen ADDR:PORT] [--textfile-dir DIR]\n");
 	return f == stdout ? 0 : 2;
 }
@@ -84,24 +85,16 @@ int main(int argc, char **argv)
 	const char *nn = getenv("SLURMD_NODENAME");
 	if (nn)
 		node = nn;
-	for (int i = 2; i < argc; i++) {
-		std::string a = argv[i];
-		std::string *val = a == "--conf"           ? &conf
-		                   : a == "--node"         ? &node
-		                   : a == "--sysfs-root"   ? &root
-		                   : a == "--textfile-dir" ? &textdir
-		                   : a == "--listen"       ? &listen_at
-		                                           : nullptr;
-		if (!val)
-			return usage(stderr);
-		if (i + 1 >= argc) {
-			log_error("%s needs a value", a.c_str());
-			return 2;
-		}
-		*val = argv[++i];
-	}
 	if (mode == "-h" || mode == "--help")
 		return usage(stdout);
+	cli::Parser opts;
+	opts.value("conf", &conf).value("node", &node).value("sysfs-root", &root);
+	opts.value("textfile-dir", &textdir).value("listen", &listen_at);
+	Status st = opts.parse(argc - 1, argv + 1);
+	if (!st.ok()) {
+		log_error("%s", st.message().c_str());
+		return usage(stderr);
+	}
 	auto cfg = Config::load(conf);
 	if (!cfg.ok()) {
 		log_error("%s", cfg.status().message().c_str());

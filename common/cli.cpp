@@ -1,0 +1,78 @@
+#include "cli.hpp"
+
+#include <getopt.h>
+
+namespace onramp {
+namespace cli {
+
+Parser &Parser::value(const std::string &name, std::string *out)
+{
+	return value(name, [out](const std::string &v) {
+		*out = v;
+		return Status::Ok();
+	});
+}
+
+Parser &Parser::value(const std::string &name, std::function<Status(const std::string &)> set)
+{
+	opts_.push_back(Option{name, true, std::move(set)});
+	return *this;
+}
+
+Parser &Parser::flag(const std::string &name, bool *out)
+{
+	opts_.push_back(Option{name, false, [out](const std::string &) {
+		                       *out = true;
+		                       return Status::Ok();
+	                       }});
+	return *this;
+}
+
+Status Parser::parse(int argc, char **argv, std::vector<std::string> *rest) const
+{
+	// An option's index in opts_ is getopt's val, offset past every char.
+	constexpr int kBase = 256;
+	std::vector<struct option> longopts;
+	for (size_t i = 0; i < opts_.size(); i++)
+		longopts.push_back({opts_[i].name.c_str(),
+		                    opts_[i].takes_value ? required_argument : no_argument, nullptr,
+		                    kBase + static_cast<int>(i)});
+	longopts.push_back({nullptr, 0, nullptr, 0});
+	// "-": non-options are returned in order (as val 1), so nothing is
+	// permuted; ":": a missing value is reported as ':', not printed.
+	opterr = 0;
+	optind = 0; // glibc: start afresh (also after an earlier parse)
+	int c;
+	while ((c = getopt_long(argc, argv, "-:", longopts.data(), nullptr)) != -1) {
+		if (c == 1) {
+			if (!rest)
+				return Status::Error(std::string("unexpected argument '") + optarg +
+				                     "'");
+			rest->push_back(optarg);
+			continue;
+		}
+		if (c == ':') {
+			int i = optopt - kBase;
+			std::string name = i >= 0 && static_cast<size_t>(i) < opts_.size()
+			                       ? opts_[static_cast<size_t>(i)].name
+			                       : "option";
+			return Status::Error("--" + name + " needs a value");
+		}
+		if (c < kBase || static_cast<size_t>(c - kBase) >= opts_.size())
+			return Status::Error(std::string("unknown option '") + argv[optind - 1] +
+			                     "'");
+		const Option &o = opts_[static_cast<size_t>(c - kBase)];
+		Status st = o.set(optarg ? optarg : "");
+		if (!st.ok())
+			return Status::Error("--" + o.name + ": " + st.message());
+	}
+	for (int i = optind; i < argc; i++) {
+		if (!rest)
+			return Status::Error(std::string("unexpected argument '") + argv[i] + "'");
+		rest->push_back(argv[i]);
+	}
+	return Status::Ok();
+}
+
+} // namespace cli
+} // namespace onramp

@@ -1,0 +1,43 @@
+// The one option parser for onramp's C++ tools: getopt_long underneath, so
+// "--name VALUE", "--name=VALUE", flags and "--" behave as in every GNU
+// tool. A tool lists its options once, each with where its value goes;
+// errors are values naming the option ("--conf needs a value", "unknown
+// option '--bogus'"), never an exit() from inside the parser.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "status.hpp"
+
+namespace onramp {
+namespace cli {
+
+class Parser {
+public:
+	// --name VALUE: the value is stored in *out (the last one given wins).
+	Parser &value(const std::string &name, std::string *out);
+	// --name VALUE handed to set; an error it returns ends the parse,
+	// prefixed with the option's name.
+	Parser &value(const std::string &name, std::function<Status(const std::string &)> set);
+	// --name: sets *out.
+	Parser &flag(const std::string &name, bool *out);
+
+	// Parse argv[1..argc) (argv[0] is the program, or a subcommand when a
+	// tool passes argv + 1). Arguments that are not options, and all after
+	// "--", are appended to *rest; without rest they are an error.
+	// Not thread-safe (getopt's globals); call it from main.
+	Status parse(int argc, char **argv, std::vector<std::string> *rest = nullptr) const;
+
+private:
+	struct Option {
+		std::string name;
+		bool takes_value = false;
+		std::function<Status(const std::string &)> set;
+	};
+	std::vector<Option> opts_;
+};
+
+} // namespace cli
+} // namespace onramp

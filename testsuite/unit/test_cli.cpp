@@ -1,0 +1,98 @@
+// The tools' option parser (common/cli.hpp): values in both spellings,
+// flags, arguments kept in order, and errors that name the option.
+#include "unit.hpp"
+
+#include <vector>
+
+#include "cli.hpp"
+
+using namespace onramp;
+
+// argv from words (argv[0] is the program).
+struct Argv {
+	std::vector<std::string> words;
+	std::vector<char *> ptrs;
+	explicit Argv(std::vector<std::string> w) : words(std::move(w))
+	{
+		for (auto &s : words)
+			ptrs.push_back(&s[0]);
+		ptrs.push_back(nullptr);
+	}
+	int argc() const { return static_cast<int>(words.size()); }
+	char **argv() { return ptrs.data(); }
+};
+
+static void values_in_both_spellings_and_flags(void **)
+{
+	std::string conf = "default", node;
+	bool json = false, dry = false;
+	cli::Parser p;
+	p.value("conf", &conf).value("node", &node).flag("json", &json).flag("dry-run", &dry);
+	Argv a({"tool", "--node", "node1", "--json", "--conf=/etc/x.conf"});
+	Status st = p.parse(a.argc(), a.argv());
+	assert_true(st.ok());
+	assert_string_equal(conf.c_str(), "/etc/x.conf");
+	assert_string_equal(node.c_str(), "node1");
+	assert_true(json);
+	assert_false(dry);
+}
+
+static void arguments_are_kept_in_order_and_after_double_dash(void **)
+{
+	std::string node;
+	std::vector<std::string> rest;
+	cli::Parser p;
+	p.value("node", &node);
+	Argv a({"tool", "a", "--node", "n1", "b", "--", "--node", "c"});
+	assert_true(p.parse(a.argc(), a.argv(), &rest).ok());
+	assert_string_equal(node.c_str(), "n1");
+	assert_int_equal(rest.size(), 4);
+	assert_string_equal(rest[0].c_str(), "a");
+	assert_string_equal(rest[1].c_str(), "b");
+	assert_string_equal(rest[2].c_str(), "--node");
+	assert_string_equal(rest[3].c_str(), "c");
+}
+
+static void errors_name_the_option(void **)
+{
+	std::string conf;
+	cli::Parser p;
+	p.value("conf", &conf);
+	Argv missing({"tool", "--conf"});
+	Status st = p.parse(missing.argc(), missing.argv());
+	assert_false(st.ok());
+	assert_string_equal(st.message().c_str(), "--conf needs a value");
+	Argv unknown({"tool", "--bogus", "x"});
+	st = p.parse(unknown.argc(), unknown.argv());
+	assert_false(st.ok());
+	assert_string_equal(st.message().c_str(), "unknown option '--bogus'");
+	Argv extra({"tool", "stray"});
+	st = p.parse(extra.argc(), extra.argv());
+	assert_false(st.ok());
+	assert_string_equal(st.message().c_str(), "unexpected argument 'stray'");
+}
+
+static void a_setter_refuses_a_value(void **)
+{
+	cli::Parser p;
+	p.value("port", [](const std::string &v) {
+		return v == "80" ? Status::Ok() : Status::Error("'" + v + "' is not a port");
+	});
+	Argv good({"tool", "--port", "80"});
+	assert_true(p.parse(good.argc(), good.argv()).ok());
+	Argv bad({"tool", "--port=x"});
+	Status st = p.parse(bad.argc(), bad.argv());
+	assert_false(st.ok());
+	assert_string_equal(st.message().c_str(), "--port: 'x' is not a port");
+}
+
+int main()
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(values_in_both_spellings_and_flags),
+	    cmocka_unit_test(arguments_are_kept_in_order_and_after_double_dash),
+	    cmocka_unit_test(errors_name_the_option),
+	    cmocka_unit_test(a_setter_refuses_a_value),
+	};
+	return cmocka_run_group_tests(tests, nullptr, nullptr);
+}
