@@ -448,6 +448,26 @@ void test_second_migration_refused(void **)
 	assert_true(plan->planned.empty());
 }
 
+// "onrampctl migrate --from n1": the pair test running on n1 and n3 is
+// onramp's own job; only the user's job is planned and nothing is refused.
+void test_from_passes_over_onramps_own_jobs(void **)
+{
+	World w;
+	w.slurm.add_job(8, "n1,n3", "").job.name = "onramp-pair:n1:n3";
+	auto jr = w.journal();
+	migrate::CrashHook none;
+	migrate::Driver d(*jr, w.slurm, w.cfg, w.clock, none);
+	migrate::Request r;
+	r.from = "n1";
+	r.to = "rack2";
+	bool usage = true;
+	auto plan = d.plan(r, &usage);
+	assert_true(plan.ok());
+	assert_false(plan->bad);
+	assert_int_equal(plan->planned.size(), 1);
+	assert_int_equal(plan->planned[0].job, kJob);
+}
+
 } // namespace
 
 int main(void)
@@ -461,6 +481,7 @@ int main(void)
 	    cmocka_unit_test(test_ctld_down_too_long_aborts_cleanly),
 	    cmocka_unit_test(test_old_journal_mid_flight),
 	    cmocka_unit_test(test_second_migration_refused),
+	    cmocka_unit_test(test_from_passes_over_onramps_own_jobs),
 	    cmocka_unit_test(test_checkpoint_of_another_user_is_refused),
 	    cmocka_unit_test(test_root_verifies_as_the_job_user),
 	};
