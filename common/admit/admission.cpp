@@ -253,8 +253,8 @@ void publish_admission(const Config &cfg, const std::string &node)
 		log_warn("%s: %s", node.c_str(), fs.message().c_str());
 	// Only root may signal root's slurmd; SlurmUser, which runs the
 	// admission jobs of an unprivileged slurmctld's triggers, need not once
-	// slurmctld's copy is set (slurmd reports the record at its next
-	// registration).
+	// slurmctld's copy is set (node_features/onramp's watcher in slurmd
+	// sees the record within seconds and makes slurmd re-register).
 	if (fs.ok() && geteuid() != 0)
 		return;
 	Status rs = reregister_slurmd(node);

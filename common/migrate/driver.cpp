@@ -645,11 +645,18 @@ Result<Plan> Driver::plan(const Request &r, bool *usage)
 		for (const auto &j : all.value()) {
 			if (!j.running())
 				continue;
+			bool on_source = false;
 			for (const auto &n : expand(j.nodes))
-				if (fn.count(n)) {
-					ids.push_back(j.id);
-					break;
-				}
+				on_source = on_source || fn.count(n) > 0;
+			if (!on_source)
+				continue;
+			// Admission, pair and smoke jobs finish where they are.
+			if (is_onramp_job_name(j.name) &&
+			    comment_value(j.comment, kCkptCommentKey).empty())
+				log_info("job %u: %s is onramp's own job; not migrated", j.id,
+				         j.name.c_str());
+			else
+				ids.push_back(j.id);
 		}
 		std::sort(ids.begin(), ids.end());
 		if (ids.empty())

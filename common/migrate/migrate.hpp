@@ -58,6 +58,14 @@ void checkpoint_signal_of(const std::string &comment, const Config &cfg, int *si
 // "scancel --signal=SIG [--batch|--full] JOB".
 std::vector<std::string> scancel_signal_args(int sig, SignalTarget target, const std::string &job);
 
+// Is this the name of one of onramp's own jobs: an admission job
+// ("onramp-admit:NODE"), a pair test ("onramp-pair:NODE:PEER") or an
+// expansion's smoke job ("onramp-smoke:CAMPAIGN:RACK")? Such jobs are never
+// migrated: job_submit/onramp does not opt them in through MigratePartitions
+// or MigrateQos when an admin submitted them, and onrampctl migrate --from
+// passes over them.
+bool is_onramp_job_name(const std::string &name);
+
 // The value of NAME in a list of "NAME=value" (empty when absent).
 std::string spank_value(const std::vector<std::string> &env, const char *name);
 

@@ -20,6 +20,7 @@
 #include <csignal>
 #include <cctype>
 #include <cstdlib>
+#include <cstring>
 #include <strings.h>
 #include <set>
 #include <sstream>
@@ -218,6 +219,14 @@ std::vector<std::string> scancel_signal_args(int sig, SignalTarget target, const
 	return a;
 }
 
+bool is_onramp_job_name(const std::string &name)
+{
+	for (const char *prefix : {"onramp-admit:", "onramp-pair:", "onramp-smoke:"})
+		if (name.compare(0, strlen(prefix), prefix) == 0)
+			return true;
+	return false;
+}
+
 std::string spank_value(const std::vector<std::string> &env, const char *name)
 {
 	// The job_submit plugin sees SPANK's job control environment as the
@@ -258,8 +267,13 @@ void migrate_decide(const PolicyState &st, const JobView &job, bool modify, Deci
 	const std::string &part = job.partition.empty() ? job.default_partition : job.partition;
 	const std::string &qos = job.qos.empty() ? job.default_qos : job.qos;
 	const char *why = nullptr;
+	// onramp's own jobs opt in only explicitly: an admission, pair or smoke
+	// job in a migratable partition is not made requeueable or signalled.
+	const bool own = job.submit_is_admin && migrate::is_onramp_job_name(job.name);
 	if (!dir.empty())
 		why = "--checkpoint-dir";
+	else if (own)
+		why = nullptr;
 	else if (view && !part.empty() && any_in(part, view->partitions))
 		why = job.partition.empty() ? "default partition" : "partition";
 	else if (view && !qos.empty() && any_in(qos, view->qos))

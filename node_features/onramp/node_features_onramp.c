@@ -9,6 +9,15 @@
  *  reboot nodes to obtain it. In slurmctld, node_xlate() merges what slurmd
  *  reports so a node that lost admission also loses the active feature.
  *
+ *  slurmd asks node_state() only at its start and at reconfigure, and
+ *  re-registers with that cached answer (after a slurmctld restart too).
+ *  A watcher thread in slurmd judges the node again every few seconds and,
+ *  when the judgement differs from what slurmd cached, sends its own slurmd
+ *  SIGHUP: slurmd asks node_state() again and re-registers. So a node
+ *  admitted while its slurmd runs stays admitted across a slurmctld
+ *  restart, whoever ran the admission (root, SlurmUser), and a revoked
+ *  record reaches slurmctld without any signal from outside.
+ *
  *  Never fatal: a bad onramp.conf is logged and the node reports itself not
  *  admitted (fail closed); nothing here blocks registration.
  *
@@ -22,7 +31,12 @@
 
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <slurm/slurm.h>
 #include <slurm/slurm_errno.h>
@@ -48,8 +62,26 @@ const uint32_t plugin_version = SLURM_VERSION_NUMBER;
 
 #define DEFAULT_FEATURE "onramp_ok"
 
+/* How often slurmd's watcher judges its node again (seconds). */
+#define WATCH_INTERVAL 5
+/* Signal slurmd again when it has not asked node_state() this long after. */
+#define WATCH_RESIGNAL 60
+
+/* ctx and feature: written by init/reconfig, read by node_state and the
+ * watcher; ctx_lock serialises them (never held around a Slurm call). */
+static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
 static onramp_ctx_t *ctx = NULL;
 static char feature[128] = DEFAULT_FEATURE;
+
+/* The watcher (slurmd only). reported: what node_state() last told slurmd
+ * (1 admitted, 0 not, -1 never asked); signalled: when the watcher last
+ * sent SIGHUP for a change node_state() has not reported yet (0: none). */
+static pthread_mutex_t watch_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t watch_cond = PTHREAD_COND_INITIALIZER;
+static pthread_t watcher, slurmd_main;
+static bool watcher_started = false, watch_stop = false;
+static int reported = -1;
+static time_t signalled = 0;
 
 /*
  * Load onramp.conf only (admission needs nothing else: a bad rewire plan or
@@ -136,17 +168,123 @@ static void _merge(char **list, const char *src, bool skip_ours)
 	xfree(copy);
 }
 
+/* Is node admitted now (1), not (0)? Under ctx_lock; no Slurm call. */
+static int _judge(const char *node, char *why, size_t whylen)
+{
+	int rc;
+
+	slurm_mutex_lock(&ctx_lock);
+	if (!ctx) {
+		snprintf(why, whylen, "onramp.conf not loaded");
+		rc = 0;
+	} else {
+		rc = (onramp_admission_check(ctx, node, why, whylen) == 1);
+	}
+	slurm_mutex_unlock(&ctx_lock);
+	return rc;
+}
+
+/*
+ * SIGHUP this slurmd. Up to 23.11 its main thread waits in accept() and
+ * looks at the flag the handler sets only when accept() returns: the signal
+ * must interrupt that thread (init() runs in it), not whichever thread the
+ * kernel would pick for a signal to the process (then the reconfigure waits
+ * for the next RPC). From 24.11 a signal to the process is read by conmgr.
+ */
+static void _hup_slurmd(const char *node)
+{
+#if NF_API_2411
+	int rc = (kill(getpid(), SIGHUP) < 0) ? errno : 0;
+#else
+	int rc = pthread_kill(slurmd_main, SIGHUP);
+#endif
+	if (rc)
+		error("%s: node %s: cannot signal slurmd: %s", plugin_type, node, strerror(rc));
+}
+
+/*
+ * slurmd only: every WATCH_INTERVAL seconds, judge the node; when that
+ * differs from what node_state() last reported, SIGHUP this slurmd (its
+ * reconfigure asks node_state() again and re-registers). It waits on its
+ * own condition variable only, never on a Slurm lock.
+ */
+static void *_watch(void *arg)
+{
+	const char *node = _slurmd_node_name();
+	char why[512];
+	struct timespec ts;
+	int now_admitted;
+
+	slurm_mutex_lock(&watch_lock);
+	while (!watch_stop) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += WATCH_INTERVAL;
+		(void)pthread_cond_timedwait(&watch_cond, &watch_lock, &ts);
+		if (watch_stop || !node || (reported < 0))
+			continue;
+		slurm_mutex_unlock(&watch_lock);
+		now_admitted = _judge(node, why, sizeof(why));
+		slurm_mutex_lock(&watch_lock);
+		if (watch_stop || (reported < 0) || (now_admitted == reported) ||
+		    (signalled && (time(NULL) - signalled < WATCH_RESIGNAL)))
+			continue;
+		info("%s: node %s: %s since slurmd last asked (%s); asking slurmd to report "
+		     "it again",
+		     plugin_type, node, now_admitted ? "admitted" : "no longer admitted", why);
+		signalled = time(NULL);
+		_hup_slurmd(node);
+	}
+	slurm_mutex_unlock(&watch_lock);
+	return NULL;
+}
+
+static void _watch_start(void)
+{
+	int rc;
+
+	if (!running_in_slurmd() || watcher_started)
+		return;
+	slurmd_main = pthread_self();
+	watch_stop = false;
+	rc = pthread_create(&watcher, NULL, _watch, NULL);
+	if (rc) {
+		error("%s: cannot start the admission watcher: %s; slurmd reports a change "
+		      "of admission only at its next reconfigure",
+		      plugin_type, strerror(rc));
+		return;
+	}
+	watcher_started = true;
+}
+
+static void _watch_stop(void)
+{
+	if (!watcher_started)
+		return;
+	slurm_mutex_lock(&watch_lock);
+	watch_stop = true;
+	pthread_cond_broadcast(&watch_cond);
+	slurm_mutex_unlock(&watch_lock);
+	pthread_join(watcher, NULL);
+	watcher_started = false;
+}
+
 extern int init(void)
 {
 	onramp_shim_log_init();
+	slurm_mutex_lock(&ctx_lock);
 	_load();
+	slurm_mutex_unlock(&ctx_lock);
+	_watch_start();
 	return SLURM_SUCCESS;
 }
 
 extern int fini(void)
 {
+	_watch_stop();
+	slurm_mutex_lock(&ctx_lock);
 	onramp_ctx_destroy(ctx);
 	ctx = NULL;
+	slurm_mutex_unlock(&ctx_lock);
 	onramp_log_set_sink(NULL);
 	return SLURM_SUCCESS;
 }
@@ -154,7 +292,9 @@ extern int fini(void)
 #if !NF_API_2411
 extern int node_features_p_reconfig(void)
 {
+	slurm_mutex_lock(&ctx_lock);
 	_load();
+	slurm_mutex_unlock(&ctx_lock);
 	return SLURM_SUCCESS;
 }
 #endif
@@ -213,7 +353,7 @@ extern void node_features_p_node_state(char **avail_modes, char **current_mode)
 {
 	const char *node = _slurmd_node_name();
 	char why[512] = "";
-	int rc;
+	int admitted;
 
 	if (!avail_modes || !current_mode)
 		return;
@@ -226,13 +366,12 @@ extern void node_features_p_node_state(char **avail_modes, char **current_mode)
 		      feature);
 		return;
 	}
-	if (!ctx) {
-		error("%s: node %s: onramp.conf not loaded; reporting %s inactive", plugin_type,
-		      node, feature);
-		return;
-	}
-	rc = onramp_admission_check(ctx, node, why, sizeof(why));
-	if (rc == 1) {
+	admitted = _judge(node, why, sizeof(why));
+	slurm_mutex_lock(&watch_lock);
+	reported = admitted;
+	signalled = 0;
+	slurm_mutex_unlock(&watch_lock);
+	if (admitted) {
 		_add(current_mode, feature);
 		info("%s: node %s: admitted (%s); %s active", plugin_type, node, why, feature);
 	} else {

@@ -31,6 +31,35 @@ setup() {
 	submit_wait "$job" COMPLETED 90
 }
 
+@test "a node admitted while its slurmd runs, with no signal to that slurmd, keeps onramp_ok when slurmctld restarts" {
+	local node=node3 rec job
+	rec=$ONRAMP_CLUSTER_DIR/nodes/$node/onramp/admission.json
+	wait_for 60 "$node idle and admitted" admitted_idle "$node"
+	# Its slurmd caches "not admitted" (a reconfigure while the record is
+	# away: what a slurmd started before admission reports).
+	mv "$rec" "$BATS_TEST_TMPDIR/admission.json"
+	kill -HUP "$(cat "$ONRAMP_CLUSTER_DIR/var/run/slurmd-$node.pid")"
+	wait_for 30 "$node reported not admitted" eval "! node_admitted $node"
+	# Admitted again the way an admission job run by SlurmUser publishes
+	# it: the record, and slurmctld's copy of the feature; SlurmUser cannot
+	# signal root's slurmd.
+	mv "$BATS_TEST_TMPDIR/admission.json" "$rec"
+	scontrol update nodename="$node" ActiveFeatures="$(node_field "$node" ActiveFeatures),$ONRAMP_FEATURE"
+	node_admitted "$node"
+	# slurmd's watcher looks every 5 s.
+	sleep 8
+	"$ONRAMP_CLUSTER_TOOL" restart-ctld
+	# A restarted slurmctld does not keep SlurmdStartTime: it is known
+	# again once the node has registered with it.
+	wait_for 60 "$node registered with the new slurmctld" \
+		eval "[[ \$(node_field $node SlurmdStartTime) != None ]]"
+	scontrol show node "$node" | grep -E 'Features|State'
+	node_admitted "$node"
+	[[ $(node_state "$node") != *DRAIN* ]]
+	job=$(as_user sbatch --parsable -w "$node" -o /dev/null --wrap true)
+	submit_wait "$job" COMPLETED 60
+}
+
 @test "nodes with low-NCCL, corrupt-NCCL, XID and ECC profiles end drained with their code and numbers" {
 	set_profile node5 low-nccl
 	set_profile node6 corrupt-nccl

@@ -81,6 +81,19 @@ held() {
 	[ "$status" -ne 0 ]
 }
 
+@test "an admin's smoke job in the default partition is onramp's own: not opted in; a user's job of that name is" {
+	local job off
+	off=$(log_offset "$ONRAMP_CTLD_LOG")
+	job=$(sbatch --parsable --hold -o /dev/null -J onramp-smoke:t1:rack1 --wrap true)
+	JOBS+=("$job")
+	[[ $(job_field "$job" Comment) != *onramp:* ]]
+	run log_since_has "$ONRAMP_CTLD_LOG" "$off" "migratable"
+	[ "$status" -ne 0 ]
+	job=$(held -J onramp-smoke:t1:rack1)
+	JOBS+=("$job")
+	scontrol show job "$job" | grep -q "Comment=onramp:signal=F:USR2@120"
+}
+
 @test "the job's environment names its checkpoint signal (ONRAMP_CKPT_SIGNAL), whichever way it opted in" {
 	local job out=$ONRAMP_JOBS_DIR
 	# Opted in by partition: MigrateSignal (USR2@120).

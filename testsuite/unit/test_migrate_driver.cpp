@@ -134,6 +134,18 @@ struct World {
 			d.drive(m);
 	}
 
+	// "onrampctl migrate" planning r, without driving it.
+	migrate::Plan plan(const migrate::Request &r)
+	{
+		auto jr = journal();
+		migrate::CrashHook none;
+		migrate::Driver d(*jr, slurm, cfg, clock, none);
+		bool usage = false;
+		auto p = d.plan(r, &usage);
+		assert_true(p.ok());
+		return p.value();
+	}
+
 	// migrate() crashing (through a CrashHook) at when ("before"/"after")
 	// state; returns whether it crashed.
 	bool migrate_crashing(const char *when, const char *state)
@@ -435,17 +447,27 @@ void test_second_migration_refused(void **)
 {
 	World w;
 	assert_true(w.migrate_crashing("after", "DRAINED"));
-	auto jr = w.journal();
-	migrate::CrashHook none;
-	migrate::Driver d(*jr, w.slurm, w.cfg, w.clock, none);
 	migrate::Request r;
 	r.jobs = "7";
 	r.to = "rack2";
-	bool usage = false;
-	auto plan = d.plan(r, &usage);
-	assert_true(plan.ok());
-	assert_true(plan->bad);
-	assert_true(plan->planned.empty());
+	migrate::Plan plan = w.plan(r);
+	assert_true(plan.bad);
+	assert_true(plan.planned.empty());
+}
+
+// "onrampctl migrate --from n1": the pair test running on n1 and n3 is
+// onramp's own job; only the user's job is planned and nothing is refused.
+void test_from_passes_over_onramps_own_jobs(void **)
+{
+	World w;
+	w.slurm.add_job(8, "n1,n3", "").job.name = "onramp-pair:n1:n3";
+	migrate::Request r;
+	r.from = "n1";
+	r.to = "rack2";
+	migrate::Plan plan = w.plan(r);
+	assert_false(plan.bad);
+	assert_int_equal(plan.planned.size(), 1);
+	assert_int_equal(plan.planned[0].job, kJob);
 }
 
 } // namespace
@@ -461,6 +483,7 @@ int main(void)
 	    cmocka_unit_test(test_ctld_down_too_long_aborts_cleanly),
 	    cmocka_unit_test(test_old_journal_mid_flight),
 	    cmocka_unit_test(test_second_migration_refused),
+	    cmocka_unit_test(test_from_passes_over_onramps_own_jobs),
 	    cmocka_unit_test(test_checkpoint_of_another_user_is_refused),
 	    cmocka_unit_test(test_root_verifies_as_the_job_user),
 	};

@@ -71,6 +71,34 @@ static void other_jobs_are_left_alone(void **)
 	assert_string_equal(d.ckpt_signal_env.c_str(), "");
 }
 
+static void onramps_own_jobs_are_not_opted_in_by_partition_or_qos(void **)
+{
+	PolicyState st = conf();
+	for (const char *name :
+	     {"onramp-admit:node3", "onramp-pair:node3:node1", "onramp-smoke:exp1:r2"}) {
+		JobView j;
+		j.submit_is_admin = true;
+		j.name = name;
+		j.default_partition = "train";
+		j.qos = "ckpt";
+		Decision d = decide_submit(st, j);
+		assert_false(d.reject);
+		assert_false(d.requeue.has_value());
+		assert_false(d.warn_signal.has_value());
+		assert_string_equal(d.comment_append.c_str(), "");
+		// A user's job of that name is not onramp's: the partition counts.
+		j.submit_is_admin = false;
+		d = decide_submit(st, j);
+		assert_true(d.requeue.has_value() && *d.requeue == 1);
+	}
+	JobView u;
+	u.submit_is_admin = true;
+	u.name = "onramp-admitted-run";
+	u.partition = "train";
+	assert_true(decide_submit(st, u).requeue.has_value());
+	assert_false(migrate::is_onramp_job_name("xonramp-admit:n1"));
+}
+
 static void a_users_own_signal_is_kept(void **)
 {
 	PolicyState st = conf();
@@ -334,6 +362,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(opted_in_jobs_become_migratable),
 	    cmocka_unit_test(other_jobs_are_left_alone),
+	    cmocka_unit_test(onramps_own_jobs_are_not_opted_in_by_partition_or_qos),
 	    cmocka_unit_test(a_users_own_signal_is_kept),
 	    cmocka_unit_test(no_requeue_conflicts_with_opting_in),
 	    cmocka_unit_test(migration_in_flight_keeps_the_job_requeueable),
