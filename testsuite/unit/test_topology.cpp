@@ -405,11 +405,20 @@ static void switches_defaults(void **)
 	d = decide_submit(st, j);
 	assert_true(d.hold);
 	assert_string_equal(d.hold_reason.c_str(), "onramp: held until rewire window w1 finishes");
+	// ...and marked in AdminComment, which users cannot write.
+	assert_string_equal(d.admin_comment_append.c_str(), "onramp:rewire-held window=w1");
+	// Submitted held by its user (--hold): held, unmarked (its user releases it).
+	j.user_hold = true;
+	d = decide_submit(st, j);
+	assert_true(d.hold);
+	assert_true(d.admin_comment_append.empty());
+	j.user_hold = false;
 	// No plan configured: nothing.
 	PolicyState none;
 	none.cfg = st.cfg;
 	d = decide_submit(none, j);
 	assert_false(d.hold);
+	assert_true(d.admin_comment_append.empty());
 	assert_false(d.req_switch.has_value());
 }
 
