@@ -49,10 +49,9 @@ Result<std::vector<CrossingJob>> rewire_jobs_across(slurm::SlurmClient &c, const
 	for (const auto &j : jobs.value()) {
 		if (!j.running() || j.nodes.empty())
 			continue;
-		auto hosts = hostlist_expand(j.nodes);
+		auto hosts = hostlist_expand(j.nodes, strprintf("job %u: node list", j.id));
 		if (!hosts.ok())
-			return Status::Error(strprintf("job %u: node list: %s", j.id,
-			                               hosts.status().message().c_str()));
+			return hosts.status();
 		std::set<std::string> leaves;
 		bool touches = false;
 		for (const auto &h : hosts.value()) {

@@ -218,10 +218,10 @@ Result<std::set<std::string>> connected_leaves(const std::vector<Switch> &table)
 			leaves.insert(s.name);
 		if (s.switches.empty())
 			continue;
-		auto kids = hostlist_expand(s.switches);
+		auto kids =
+		    hostlist_expand(s.switches, "switch table: switch " + s.name + ": children");
 		if (!kids.ok())
-			return Status::Error("switch table: switch " + s.name +
-			                     ": children: " + kids.status().message());
+			return kids.status();
 		children.insert(kids->begin(), kids->end());
 	}
 	std::set<std::string> out;

@@ -68,9 +68,15 @@ struct Node {
 	int64_t boot_time = 0;       // when slurmd last booted (epoch s), 0 unknown
 	// Base state as Slurm names it: "IDLE", "ALLOCATED", "MIXED", "DOWN"...
 	std::string state;
-	bool reserved = false;               // in a reservation now (RESERVED or MAINT)
-	bool responding = true;              // not NO_RESPOND
-	std::vector<std::string> partitions; // the partitions it is in
+	bool reserved = false;  // in a reservation now (RESERVED or MAINT)
+	bool responding = true; // not NO_RESPOND
+};
+
+// A partition (slurm_load_partitions).
+struct Partition {
+	std::string name;
+	bool up = false;   // UP: takes and schedules jobs
+	std::string nodes; // hostlist expression, "" when none
 };
 
 // An advanced reservation (slurm_load_reservations).
@@ -94,6 +100,7 @@ struct Switch {
 struct CtlConf {
 	std::string job_submit_plugins;  // JobSubmitPlugins as configured ("lua,onramp")
 	std::string state_save_location; // StateSaveLocation
+	uid_t slurm_user_uid = 0;        // SlurmUser
 };
 
 // An event trigger (strigger): its id and program line.
@@ -138,8 +145,7 @@ public:
 	virtual Result<std::vector<Job>> jobs() = 0;
 	virtual Result<std::optional<Node>> node(const std::string &name) = 0;
 	virtual Result<std::vector<Node>> nodes() = 0;
-	// Every partition: name -> UP (takes and schedules jobs).
-	virtual Result<std::map<std::string, bool>> partitions() = 0;
+	virtual Result<std::vector<Partition>> partitions() = 0;
 	virtual Status update_job(uint32_t id, const JobUpdate &u) = 0;
 	// Hold (priority 0) / release a pending job.
 	virtual Status hold(uint32_t id) = 0;

@@ -117,7 +117,7 @@ Result<std::vector<Node>> FakeSlurm::nodes()
 	return out;
 }
 
-Result<std::map<std::string, bool>> FakeSlurm::partitions()
+Result<std::vector<Partition>> FakeSlurm::partitions()
 {
 	Status st;
 	if (!answer("slurm_load_partitions", &st))
@@ -330,7 +330,9 @@ Result<CtlConf> FakeSlurm::ctl_conf()
 	Status st;
 	if (!answer("slurm_load_ctl_conf", &st))
 		return st;
-	return conf_;
+	CtlConf c = conf_;
+	c.slurm_user_uid = slurm_user;
+	return c;
 }
 
 Result<std::vector<Switch>> FakeSlurm::switch_table()

@@ -26,7 +26,7 @@ public:
 	};
 	std::map<uint32_t, FakeJob> jobs_;
 	std::map<std::string, Node> nodes_;
-	std::map<std::string, bool> partitions_; // name -> UP
+	std::vector<Partition> partitions_;
 	std::map<std::string, std::string> leaves_;
 	std::map<std::string, Reservation> resvs_;
 	// submit() fails with this message when set; else the job is PENDING
@@ -73,7 +73,7 @@ public:
 	Result<std::vector<Job>> jobs() override;
 	Result<std::optional<Node>> node(const std::string &name) override;
 	Result<std::vector<Node>> nodes() override;
-	Result<std::map<std::string, bool>> partitions() override;
+	Result<std::vector<Partition>> partitions() override;
 	Status update_job(uint32_t id, const JobUpdate &u) override;
 	Status hold(uint32_t id) override;
 	Status release(uint32_t id) override;

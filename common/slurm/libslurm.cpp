@@ -167,9 +167,6 @@ Node to_node(const node_info_t &n)
 	o.state = b < sizeof(base) / sizeof(base[0]) ? base[b] : "UNKNOWN";
 	o.reserved = (n.node_state & (NODE_STATE_RES | NODE_STATE_MAINT)) != 0;
 	o.responding = (n.node_state & NODE_STATE_NO_RESPOND) == 0;
-	for (const auto &p : split(str(n.partitions), ','))
-		if (!p.empty())
-			o.partitions.push_back(p);
 	return o;
 }
 
@@ -266,18 +263,18 @@ public:
 		return out;
 	}
 
-	Result<std::map<std::string, bool>> partitions() override
+	Result<std::vector<Partition>> partitions() override
 	{
 		partition_info_msg_t *msg = nullptr;
 		int err = call("slurm_load_partitions",
 		               [&] { return slurm_load_partitions(0, &msg, SHOW_ALL); });
 		if (err)
 			return fail(err, "cannot read the partitions");
-		std::map<std::string, bool> out;
+		std::vector<Partition> out;
 		for (uint32_t i = 0; msg && i < msg->record_count; i++) {
 			const partition_info_t &p = msg->partition_array[i];
 			if (p.name)
-				out[p.name] = p.state_up == PARTITION_UP;
+				out.push_back({p.name, p.state_up == PARTITION_UP, str(p.nodes)});
 		}
 		slurm_free_partition_info_msg(msg);
 		return out;
@@ -429,14 +426,10 @@ public:
 
 	Result<uid_t> slurm_user_uid() override
 	{
-		slurm_conf_t *conf = nullptr;
-		int err =
-		    call("slurm_load_ctl_conf", [&] { return slurm_load_ctl_conf(0, &conf); });
-		if (err)
-			return fail(err, "cannot read Slurm's configuration");
-		uid_t uid = static_cast<uid_t>(conf->slurm_user_id);
-		free_conf(conf);
-		return uid;
+		auto c = ctl_conf();
+		if (!c.ok())
+			return c.status();
+		return c->slurm_user_uid;
 	}
 
 	Result<CtlConf> ctl_conf() override
@@ -446,7 +439,8 @@ public:
 		    call("slurm_load_ctl_conf", [&] { return slurm_load_ctl_conf(0, &conf); });
 		if (err)
 			return fail(err, "cannot read Slurm's configuration");
-		CtlConf out{str(conf->job_submit_plugins), str(conf->state_save_location)};
+		CtlConf out{str(conf->job_submit_plugins), str(conf->state_save_location),
+		            static_cast<uid_t>(conf->slurm_user_id)};
 		free_conf(conf);
 		return out;
 	}
