@@ -104,67 +104,23 @@ std::map<std::string, std::string> leaf_nodes(const TopologyConf &t)
 	return m;
 }
 
-// Parents (uplinks) of each leaf: the fabric's spines, else the tree parent.
-std::map<std::string, std::set<std::string>> uplinks(const Ctx &c)
-{
-	std::map<std::string, std::set<std::string>> up;
-	for (const auto &l : leaf_nodes(c.topo))
-		up[l.first];
-	if (c.fabric) {
-		for (const auto &u : c.fabric->uplinks)
-			up[u.leaf].insert(u.spine);
-		return up;
-	}
-	for (const auto &s : c.topo.switches) {
-		if (s.switches.empty())
-			continue;
-		auto kids = hostlist_expand(s.switches);
-		if (kids.ok())
-			for (const auto &k : kids.value())
-				if (up.count(k))
-					up[k].insert(s.name);
-	}
-	return up;
-}
-
-std::vector<std::string> spines(const Ctx &c)
-{
-	std::set<std::string> s;
-	for (const auto &u : uplinks(c))
-		s.insert(u.second.begin(), u.second.end());
-	return {s.begin(), s.end()};
-}
-
-// Leaves that lose every uplink when failed fail.
-std::vector<std::string> cut_by(const Ctx &c, const std::set<std::string> &failed)
-{
-	std::vector<std::string> out;
-	for (const auto &u : uplinks(c)) {
-		bool all = !u.second.empty() || failed.count(u.first);
-		for (const auto &sp : u.second)
-			all = all && failed.count(sp);
-		if (failed.count(u.first) || all)
-			out.push_back(u.first);
-	}
-	return out;
-}
-
 int cmd_check(const Ctx &c, const std::vector<std::string> &fails)
 {
 	auto nodes = leaf_nodes(c.topo);
 	if (!fails.empty()) {
-		auto sp = spines(c);
+		auto sp = fault_spines(c.topo, c.fabric.get());
 		for (const auto &f : fails)
 			if (c.topo.find(f) < 0 && std::find(sp.begin(), sp.end(), f) == sp.end())
 				return fail("unknown switch '" + f + "' (neither in " +
 				            c.topo.origin + " nor a spine of the fabric)");
-		for (const auto &l : cut_by(c, {fails.begin(), fails.end()}))
+		for (const auto &l :
+		     leaves_cut_by(c.topo, c.fabric.get(), {fails.begin(), fails.end()}))
 			printf("%s %s\n", l.c_str(), nodes[l].c_str());
 		return 0;
 	}
 	int rc = 0;
-	for (const auto &sp : spines(c)) {
-		auto cut = cut_by(c, {sp});
+	for (const auto &sp : fault_spines(c.topo, c.fabric.get())) {
+		auto cut = leaves_cut_by(c.topo, c.fabric.get(), {sp});
 		for (const auto &l : cut)
 			printf("%s %s %s\n", sp.c_str(), l.c_str(), nodes[l].c_str());
 		if (!cut.empty())
