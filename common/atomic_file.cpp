@@ -30,6 +30,15 @@ Status errno_status(const char *what, const std::string &path)
 
 } // namespace
 
+std::string file_stamp(const std::string &path)
+{
+	struct stat sb;
+	if (stat(path.c_str(), &sb) != 0)
+		return path + " missing";
+	return strprintf("%s %lu %ld.%09ld %ld", path.c_str(), (unsigned long)sb.st_ino,
+	                 (long)sb.st_mtim.tv_sec, sb.st_mtim.tv_nsec, (long)sb.st_size);
+}
+
 Status fsync_dir(const std::string &dir)
 {
 	int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -28,4 +28,10 @@ std::vector<std::string> list_dir(const std::string &dir);
 // fsync a directory (after creating or renaming entries in it).
 Status fsync_dir(const std::string &dir);
 
+// "PATH INODE MTIME.NSEC SIZE" (as stat -c '%n %i %.9Y %s' prints it), or
+// "PATH missing" when path cannot be stat()ed: how job_submit/onramp
+// acknowledges the files it loaded (onramp.h, onramp_ctx_ack) and how
+// onrampctl tells whether the plan it wrote is in force.
+std::string file_stamp(const std::string &path);
+
 } // namespace onramp

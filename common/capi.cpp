@@ -151,17 +151,8 @@ extern "C" void onramp_ctx_stamp(const onramp_ctx_t *ctx, char *buf, size_t bufl
 	try {
 		std::string out;
 		auto one = [&](const std::string &path) {
-			struct stat sb;
-			if (path.empty())
-				return;
-			// As "stat -c '%n %i %.9Y %s'" prints it (onrampctl compares).
-			if (stat(path.c_str(), &sb) != 0)
-				out += path + " missing\n";
-			else
-				out += onramp::strprintf("%s %lu %ld.%09ld %ld\n", path.c_str(),
-				                         (unsigned long)sb.st_ino,
-				                         (long)sb.st_mtim.tv_sec,
-				                         sb.st_mtim.tv_nsec, (long)sb.st_size);
+			if (!path.empty())
+				out += onramp::file_stamp(path) + "\n";
 		};
 		one(ctx->path);
 		auto cfg = onramp::ctx_config(ctx);
@@ -348,6 +339,7 @@ extern "C" int onramp_job_decide(onramp_ctx_t *ctx, const onramp_job_t *job, int
 		for (uint32_t i = 0; job->spank_env && i < job->spank_env_size; i++)
 			if (job->spank_env[i])
 				v.spank_env.emplace_back(job->spank_env[i]);
+		v.user_hold = job->user_hold != 0;
 		v.current_admin_comment = s(job->current_admin_comment);
 		v.current_requeue = job->current_requeue;
 		auto st = onramp::ctx_state(ctx);
@@ -390,6 +382,8 @@ extern "C" int onramp_job_decide(onramp_ctx_t *ctx, const onramp_job_t *job, int
 			if (d.hold && !d.hold_reason.empty())
 				c += (c.empty() ? "" : "; ") + d.hold_reason;
 			copy_out(c, edits->comment_append, sizeof(edits->comment_append));
+			copy_out(d.admin_comment_append, edits->admin_comment_append,
+			         sizeof(edits->admin_comment_append));
 			copy_out(d.ckpt_signal_env, edits->ckpt_signal_env,
 			         sizeof(edits->ckpt_signal_env));
 		}

@@ -94,6 +94,14 @@ Status validate(const std::string &expr)
 
 } // namespace
 
+Result<std::vector<std::string>> hostlist_expand(const std::string &expr, const std::string &what)
+{
+	auto r = hostlist_expand(expr);
+	if (!r.ok())
+		return Status::Error(what + ": " + r.status().message());
+	return r;
+}
+
 Result<std::vector<std::string>> hostlist_expand(const std::string &expr)
 {
 	Status st = validate(expr);

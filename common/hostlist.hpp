@@ -16,6 +16,8 @@ namespace onramp {
 // are not N or N-M with N <= M, ranges of more than 65,536 hosts (libslurm's
 // limit) and more than 1,048,576 hosts.
 Result<std::vector<std::string>> hostlist_expand(const std::string &expr);
+// The same; an error starts with what ("partition batch: nodes: ...").
+Result<std::vector<std::string>> hostlist_expand(const std::string &expr, const std::string &what);
 // Compress names into Slurm's ranged form (sorted, duplicates removed).
 std::string hostlist_compress(const std::vector<std::string> &hosts);
 

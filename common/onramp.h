@@ -140,6 +140,7 @@ typedef struct onramp_job {
 	const char *default_qos;
 	char **spank_env; /* "NAME=value" */
 	uint32_t spank_env_size;
+	int user_hold; /* submitted held by its submitter (--hold: priority 0) */
 	/* job_modify only: the job as it is now */
 	const char *current_admin_comment;
 	int current_requeue; /* -1: unknown */
@@ -164,7 +165,9 @@ typedef struct onramp_job_edits {
 	uint16_t warn_time;
 	int warn_target;           /* with has_warn: ONRAMP_WARN_* */
 	char comment_append[4352]; /* "" when none */
-	char ckpt_signal_env[64];  /* "SIG@SECS" for ONRAMP_CKPT_SIGNAL; "" when none */
+	/* appended to AdminComment (users cannot write it); "" when none */
+	char admin_comment_append[256];
+	char ckpt_signal_env[64]; /* "SIG@SECS" for ONRAMP_CKPT_SIGNAL; "" when none */
 } onramp_job_edits_t;
 
 /*

@@ -47,6 +47,7 @@ struct JobView {
 	// shim: the default partition, the association's default QOS).
 	std::string default_partition, default_qos;
 	std::vector<std::string> spank_env; // "NAME=value" from SPANK plugins
+	bool user_hold = false;             // submitted held by its submitter (--hold)
 	// job_modify only: the job as it is now.
 	std::string current_admin_comment;
 	int current_requeue = -1;
@@ -65,6 +66,9 @@ struct Decision {
 	std::optional<uint16_t> warn_signal, warn_time;
 	std::optional<migrate::SignalTarget> warn_target; // with warn_signal
 	std::string comment_append;                       // text appended to the job's comment
+	// Appended to the job's AdminComment, which only an admin or slurmctld
+	// (this plugin) can write: the marks onramp's tools act on.
+	std::string admin_comment_append;
 	// "SIG@SECS": exported to a batch job's environment as ONRAMP_CKPT_SIGNAL
 	// (the checkpoint signal the job will get, whatever the opt-in path).
 	std::string ckpt_signal_env;
@@ -99,8 +103,16 @@ Status migrate_load(const Config &cfg, std::shared_ptr<const void> *out);
 void rewire_decide(const PolicyState &st, const JobView &job, bool modify, Decision *d);
 void migrate_decide(const PolicyState &st, const JobView &job, bool modify, Decision *d);
 
-// The hold reason (and comment) of jobs held during rewire window id;
-// `onrampctl rewire finish` releases the held jobs whose comment has it.
+// The hold reason (and comment, for the user) of jobs held during rewire
+// window id.
 std::string rewire_hold_reason(const std::string &window_id);
+// The mark in the AdminComment of jobs held during rewire window id
+// ("onramp:rewire-held window=ID"; not on a job its submitter holds with
+// --hold): `onrampctl rewire finish` releases the jobs that carry it (never
+// a job whose user-written comment or name carries the text: users cannot
+// write AdminComment).
+std::string rewire_hold_marker(const std::string &window_id);
+// Whether admin_comment has that mark as one of its "; "-separated items.
+bool rewire_held_by(const std::string &admin_comment, const std::string &window_id);
 
 } // namespace onramp

@@ -1,7 +1,6 @@
 #include "campaign/layers.hpp"
 
 #include <algorithm>
-#include <sstream>
 
 #include "hostlist.hpp"
 
@@ -29,7 +28,7 @@ std::string platform_block(const NodeRow &n, const LayerFacts &f)
 {
 	auto s = f.slurm.find(n.node);
 	if (s == f.slurm.end())
-		return "not in sinfo";
+		return "unknown to slurmctld";
 	std::string st = lower(s->second.state);
 	for (const char *bad : {"drain", "down", "maint", "reserved", "reboot", "fail"})
 		if (st.find(bad) != std::string::npos)
@@ -198,67 +197,56 @@ std::vector<Layer> compute_layers(const std::vector<const NodeRow *> &nodes,
 	return out;
 }
 
-std::map<std::string, SlurmNode> parse_sinfo(const std::string &text)
+Result<std::map<std::string, SlurmNode>>
+slurm_nodes(const std::vector<slurm::Node> &nodes, const std::vector<slurm::Partition> &partitions)
 {
 	std::map<std::string, SlurmNode> out;
-	std::istringstream in(text);
-	std::string line;
-	while (std::getline(in, line)) {
-		std::istringstream l(line);
-		std::string node, state, features, part, avail;
-		if (!(l >> node >> state >> features))
+	for (const auto &n : nodes) {
+		SlurmNode &s = out[n.name];
+		s.state = n.state;
+		const std::pair<bool, const char *> flags[] = {{n.drain, "+DRAIN"},
+		                                               {n.reserved, "+RESERVED"},
+		                                               {n.reboot_pending, "+REBOOT"},
+		                                               {!n.responding, "+NOT_RESPONDING"}};
+		for (const auto &f : flags)
+			if (f.first)
+				s.state += f.second;
+		s.features = n.features_active;
+	}
+	for (const auto &p : partitions) {
+		if (p.nodes.empty())
 			continue;
-		SlurmNode &n = out[node];
-		n.state = state;
-		n.features = features == "(null)" ? "" : features;
-		if (l >> part >> avail) {
-			if (!part.empty() && part.back() == '*')
-				part.pop_back(); // the default partition
-			n.partitions[part] = lower(avail) == "up";
+		auto hosts = hostlist_expand(p.nodes, "partition " + p.name + ": nodes");
+		if (!hosts.ok())
+			return hosts.status();
+		for (const auto &h : hosts.value()) {
+			auto n = out.find(h);
+			if (n != out.end())
+				n->second.partitions[p.name] = p.up;
 		}
 	}
 	return out;
 }
 
-std::map<std::string, LiveLeaf> parse_live_topology(const std::string &text)
+Result<std::map<std::string, LiveLeaf>> live_leaves(const std::vector<slurm::Switch> &table)
 {
+	auto connected = slurm::connected_leaves(table);
+	if (!connected.ok())
+		return connected.status();
 	std::map<std::string, LiveLeaf> out;
-	std::set<std::string> children;
-	std::istringstream in(text);
-	std::string line;
-	while (std::getline(in, line)) {
-		std::map<std::string, std::string> kv;
-		std::istringstream l(line);
-		std::string tok;
-		while (l >> tok) {
-			auto eq = tok.find('=');
-			if (eq != std::string::npos)
-				kv[tok.substr(0, eq)] = tok.substr(eq + 1);
-		}
-		if (!kv.count("SwitchName"))
+	for (const auto &sw : table) {
+		if (sw.level != 0)
 			continue;
-		const std::string &sw = kv["SwitchName"];
-		bool leaf = kv["Level"] == "0";
-		auto list = [](const std::string &v) {
-			std::vector<std::string> names;
-			if (v.empty() || v == "(null)")
-				return names;
-			auto h = hostlist_expand(v);
-			if (h.ok())
-				names = h.value();
-			return names;
-		};
-		if (leaf) {
-			LiveLeaf &lf = out[sw];
-			for (const auto &n : list(kv["Nodes"]))
-				lf.nodes.insert(n);
-		} else {
-			for (const auto &c : list(kv["Switches"]))
-				children.insert(c);
-		}
+		LiveLeaf &lf = out[sw.name];
+		lf.connected = connected->count(sw.name) > 0;
+		if (sw.nodes.empty())
+			continue;
+		auto hosts =
+		    hostlist_expand(sw.nodes, "switch table: switch " + sw.name + ": nodes");
+		if (!hosts.ok())
+			return hosts.status();
+		lf.nodes.insert(hosts->begin(), hosts->end());
 	}
-	for (auto &[name, lf] : out)
-		lf.connected = children.count(name) > 0;
 	return out;
 }
 

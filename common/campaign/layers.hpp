@@ -15,7 +15,8 @@
 //                there with alert rules, each new node has its textfile
 //                (when MetricsTextfileDir is set)
 //
-// Pure functions over facts gathered by the caller: no I/O.
+// Pure functions over facts gathered by the caller (common/campaign/report
+// reads slurmctld through SlurmClient): no I/O.
 #pragma once
 
 #include <map>
@@ -25,17 +26,19 @@
 
 #include "campaign/journal.hpp"
 #include "fleet/localise.hpp"
+#include "slurm/client.hpp"
+#include "status.hpp"
 
 namespace onramp {
 namespace campaign {
 
-// A node as sinfo shows it (one node, all its partitions).
+// A node as slurmctld holds it, for the platform layer.
 struct SlurmNode {
 	std::string state, features;
 	std::map<std::string, bool> partitions; // partition -> up
 };
 
-// A leaf switch as slurmctld's live table shows it (scontrol show topology).
+// A leaf switch as slurmctld's live switch table holds it.
 struct LiveLeaf {
 	bool connected = false; // some upper switch lists it
 	std::set<std::string> nodes;
@@ -77,12 +80,17 @@ std::vector<Layer> compute_layers(const std::vector<const NodeRow *> &nodes,
 // pairs that have run (pass: healthy, anything else: slow): its summary.
 std::string diagnose_pairs(const std::vector<PairRow> &pairs, const fleet::FabricView &view);
 
-// Parsers for what the orchestrator hands over.
-// sinfo -h -N -o '%N %T %b %P %a' lines; a node appears once per partition.
-std::map<std::string, SlurmNode> parse_sinfo(const std::string &text);
-// scontrol show topology: leaves (switches with Nodes=) and whether a
-// switch of a higher level names them in Switches=.
-std::map<std::string, LiveLeaf> parse_live_topology(const std::string &text);
+// The facts from what SlurmClient read (libslurm's structures, no text).
+// A node's state: its base state with "+DRAIN", "+RESERVED", "+REBOOT" and
+// "+NOT_RESPONDING" for those flags ("IDLE+DRAIN"); the partitions whose
+// node lists name it, UP or not. Error naming a partition whose node list
+// does not expand.
+Result<std::map<std::string, SlurmNode>>
+slurm_nodes(const std::vector<slurm::Node> &nodes, const std::vector<slurm::Partition> &partitions);
+// The leaves (level 0) of slurmctld's switch table with their nodes, and
+// whether a switch names them as a child. Error naming a switch whose
+// lists do not expand.
+Result<std::map<std::string, LiveLeaf>> live_leaves(const std::vector<slurm::Switch> &table);
 
 } // namespace campaign
 } // namespace onramp

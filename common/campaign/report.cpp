@@ -97,18 +97,29 @@ Facts gather_facts(const ReportInputs &a, const Config &cfg)
 	std::map<std::string, std::string> leaf_of;
 	load_racks(a.topology, cfg, &leaf_of, &f.sizes); // optional here: caps shown when readable
 	f.base.feature = cfg.str("AdmittedFeature");
-	if (!a.slurm_state.empty()) {
-		auto t = read_file(a.slurm_state);
-		if (t.ok()) {
+	if (a.slurm) {
+		// What cannot be read stays unknown (the layer says so), as
+		// without a cluster.
+		auto nodes = a.slurm->nodes();
+		auto parts = a.slurm->partitions();
+		Result<std::map<std::string, SlurmNode>> facts =
+		    !nodes.ok()   ? nodes.status()
+		    : !parts.ok() ? parts.status()
+		                  : slurm_nodes(nodes.value(), parts.value());
+		if (facts.ok()) {
 			f.base.have_slurm = true;
-			f.base.slurm = parse_sinfo(t.value());
+			f.base.slurm = facts.value();
+		} else {
+			log_warn("%s", facts.status().message().c_str());
 		}
-	}
-	if (!a.slurm_topology.empty()) {
-		auto t = read_file(a.slurm_topology);
-		if (t.ok()) {
+		auto table = a.slurm->switch_table();
+		Result<std::map<std::string, LiveLeaf>> leaves =
+		    table.ok() ? live_leaves(table.value()) : table.status();
+		if (leaves.ok()) {
 			f.base.have_topology = true;
-			f.base.leaves = parse_live_topology(t.value());
+			f.base.leaves = leaves.value();
+		} else {
+			log_warn("%s", leaves.status().message().c_str());
 		}
 	}
 	f.base.exporter = a.exporter;

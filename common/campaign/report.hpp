@@ -12,6 +12,7 @@
 #include "campaign/simulate.hpp"
 #include "config.hpp"
 #include "json.hpp"
+#include "slurm/client.hpp"
 #include "status.hpp"
 
 namespace onramp {
@@ -19,11 +20,12 @@ namespace campaign {
 
 // What the report reads besides the journal.
 struct ReportInputs {
-	std::string topology;       // topology.conf ("": where topology/onramp reads it)
-	std::string slurm_state;    // file: sinfo -h -N -o '%N %T %b %P %a' ("": none)
-	std::string slurm_topology; // file: scontrol show topology ("": none)
-	std::string exporter;       // "ok" or why the exporter did not answer
-	int64_t budget = 45 * 60;   // seconds a node may take from reboot to outcome
+	std::string topology; // topology.conf ("": where topology/onramp reads it)
+	// slurmctld, read for the platform and network layers (nodes,
+	// partitions, the switch table); null: not read (those facts unknown).
+	slurm::SlurmClient *slurm = nullptr;
+	std::string exporter;     // "ok" or why the exporter did not answer
+	int64_t budget = 45 * 60; // seconds a node may take from reboot to outcome
 };
 
 // node -> rack and rack -> size, from topology.conf's leaf switches (topology,

@@ -30,6 +30,26 @@ std::string rewire_hold_reason(const std::string &window_id)
 	return ONRAMP_REASON_PREFIX " held until rewire window " + window_id + " finishes";
 }
 
+std::string rewire_hold_marker(const std::string &window_id)
+{
+	return ONRAMP_REASON_PREFIX "rewire-held window=" + window_id;
+}
+
+bool rewire_held_by(const std::string &admin_comment, const std::string &window_id)
+{
+	const std::string mark = rewire_hold_marker(window_id);
+	for (size_t p = 0; p <= admin_comment.size();) {
+		size_t end = admin_comment.find("; ", p);
+		if (admin_comment.compare(p, end == std::string::npos ? std::string::npos : end - p,
+		                          mark) == 0)
+			return true;
+		if (end == std::string::npos)
+			break;
+		p = end + 2;
+	}
+	return false;
+}
+
 void rewire_decide(const PolicyState &st, const JobView &job, bool modify, Decision *d)
 {
 	if (!st.rewire || modify)
@@ -44,6 +64,10 @@ void rewire_decide(const PolicyState &st, const JobView &job, bool modify, Decis
 	if (nodes > v->connected_max) {
 		d->hold = true;
 		d->hold_reason = rewire_hold_reason(v->window_id);
+		// A job its submitter holds (--hold) stays theirs to release:
+		// unmarked, rewire finish leaves it held.
+		if (!job.user_hold)
+			d->admin_comment_append = rewire_hold_marker(v->window_id);
 		add = strprintf("%s: %u nodes exceed the %u the fabric connects during rewire "
 		                "window %s; held",
 		                who.c_str(), nodes, v->connected_max, v->window_id.c_str());

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "atomic_file.hpp"
+#include "hostlist.hpp"
 #include "json.hpp"
 #include "log.hpp"
 
@@ -159,6 +160,52 @@ std::set<std::string> window_cut(const Window &w, const TopologyConf &topo, cons
 			cut.insert(leaf);
 	}
 	return cut;
+}
+
+std::map<std::string, std::set<std::string>> leaf_uplinks(const TopologyConf &topo,
+                                                          const Fabric *fabric)
+{
+	std::map<std::string, std::set<std::string>> up;
+	for (const auto &s : topo.switches)
+		if (!s.nodes.empty())
+			up[s.name];
+	if (fabric) {
+		for (const auto &u : fabric->uplinks)
+			up[u.leaf].insert(u.spine);
+		return up;
+	}
+	for (const auto &s : topo.switches) {
+		if (s.switches.empty())
+			continue;
+		auto kids = hostlist_expand(s.switches);
+		if (kids.ok())
+			for (const auto &k : kids.value())
+				if (up.count(k))
+					up[k].insert(s.name);
+	}
+	return up;
+}
+
+std::vector<std::string> fault_spines(const TopologyConf &topo, const Fabric *fabric)
+{
+	std::set<std::string> s;
+	for (const auto &u : leaf_uplinks(topo, fabric))
+		s.insert(u.second.begin(), u.second.end());
+	return {s.begin(), s.end()};
+}
+
+std::vector<std::string> leaves_cut_by(const TopologyConf &topo, const Fabric *fabric,
+                                       const std::set<std::string> &failed)
+{
+	std::vector<std::string> out;
+	for (const auto &u : leaf_uplinks(topo, fabric)) {
+		bool all = !u.second.empty() || failed.count(u.first);
+		for (const auto &sp : u.second)
+			all = all && failed.count(sp);
+		if (failed.count(u.first) || all)
+			out.push_back(u.first);
+	}
+	return out;
 }
 
 // Does the table still join two leaves through some switch?

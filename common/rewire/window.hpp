@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <ctime>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -76,6 +77,17 @@ std::string plan_dump(const Plan &plan);
 
 // Leaves cut while window w is active (the rule above).
 std::set<std::string> window_cut(const Window &w, const TopologyConf &topo, const Fabric *fabric);
+
+// Fault domains (onrampctl topology check). The uplinks of each leaf
+// switch: its spines in the fabric, else its parents in the tree.
+std::map<std::string, std::set<std::string>> leaf_uplinks(const TopologyConf &topo,
+                                                          const Fabric *fabric);
+// Every switch some leaf has as an uplink, sorted.
+std::vector<std::string> fault_spines(const TopologyConf &topo, const Fabric *fabric);
+// Leaves cut off when the switches in failed fail: a failed leaf, or one
+// whose every uplink failed.
+std::vector<std::string> leaves_cut_by(const TopologyConf &topo, const Fabric *fabric,
+                                       const std::set<std::string> &failed);
 
 // Parse "2026-11-29T10:00:00Z" (UTC); and back.
 Result<time_t> parse_utc(const std::string &s);

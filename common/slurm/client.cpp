@@ -10,6 +10,7 @@
 
 #include "admin.hpp"
 #include "atomic_file.hpp"
+#include "hostlist.hpp"
 #include "log.hpp"
 #include "onramp.h"
 
@@ -160,6 +161,74 @@ Status set_active_feature(SlurmClient &c, const std::string &node, const std::st
 	if (active)
 		out += (out.empty() ? "" : ",") + feature;
 	return c.set_features_active(node, out);
+}
+
+std::vector<std::string> split(const std::string &text, char sep)
+{
+	std::vector<std::string> out;
+	size_t p = 0;
+	for (size_t at; (at = text.find(sep, p)) != std::string::npos; p = at + 1)
+		out.push_back(text.substr(p, at - p));
+	out.push_back(text.substr(p));
+	return out;
+}
+
+Result<std::vector<Switch>> parse_switch_lines(const std::string &text)
+{
+	std::vector<Switch> out;
+	size_t lineno = 0;
+	for (const auto &line : split(text, '\n')) {
+		lineno++;
+		if (line.find_first_not_of(" \t") == std::string::npos)
+			continue;
+		Switch s;
+		bool have_level = false;
+		for (const auto &word : split(line, ' ')) {
+			size_t eq = word.find('=');
+			if (eq == std::string::npos)
+				continue;
+			std::string key = word.substr(0, eq), val = word.substr(eq + 1);
+			if (key == "SwitchName") {
+				s.name = val;
+			} else if (key == "Level") {
+				char *end = nullptr;
+				long l = strtol(val.c_str(), &end, 10);
+				have_level = !val.empty() && *end == '\0' && l >= 0 && l < 65536;
+				s.level = static_cast<int>(l);
+			} else if (key == "Nodes") {
+				s.nodes = val;
+			} else if (key == "Switches") {
+				s.switches = val;
+			}
+		}
+		if (s.name.empty() || !have_level)
+			return Status::Error(strprintf("switch table, line %zu: not a "
+			                               "\"SwitchName=... Level=N\" record: '%s'",
+			                               lineno, line.c_str()));
+		out.push_back(s);
+	}
+	return out;
+}
+
+Result<std::set<std::string>> connected_leaves(const std::vector<Switch> &table)
+{
+	std::set<std::string> leaves, children;
+	for (const auto &s : table) {
+		if (s.level == 0)
+			leaves.insert(s.name);
+		if (s.switches.empty())
+			continue;
+		auto kids =
+		    hostlist_expand(s.switches, "switch table: switch " + s.name + ": children");
+		if (!kids.ok())
+			return kids.status();
+		children.insert(kids->begin(), kids->end());
+	}
+	std::set<std::string> out;
+	for (const auto &l : leaves)
+		if (children.count(l))
+			out.insert(l);
+	return out;
 }
 
 } // namespace slurm

@@ -47,6 +47,11 @@ struct Job {
 	int exit_status = 0;        // the batch script's exit status (ExitCode's first part)
 	int exit_signal = 0;        // the signal that ended it (ExitCode's second part)
 	std::string state_desc;     // why it is pending or failed, "" when Slurm says none
+	// At priority 0: scontrol hold, --hold, or a job_submit plugin's hold.
+	// Slurm records a job_submit hold as a user's (JobHeldUser: it takes
+	// the request's priority as the user's), so the reason does not say
+	// who held it.
+	bool held = false;
 	bool running() const { return state == "RUNNING" || state == "CONFIGURING"; }
 	bool pending() const { return state == "PENDING"; }
 	// Ended (completed, failed, cancelled, timed out...).
@@ -67,10 +72,35 @@ struct Node {
 	bool responding = true; // not NO_RESPOND
 };
 
+// A partition (slurm_load_partitions).
+struct Partition {
+	std::string name;
+	bool up = false;   // UP: takes and schedules jobs
+	std::string nodes; // hostlist expression, "" when none
+};
+
 // An advanced reservation (slurm_load_reservations).
 struct Reservation {
 	std::string name;
 	std::string nodes; // hostlist expression
+};
+
+// One record of the switch table slurmctld uses now (what "scontrol show
+// topology" prints): names and hostlists from topology.conf, as the
+// topology plugin built them.
+struct Switch {
+	std::string name;
+	int level = 0;        // 0: a leaf
+	std::string nodes;    // hostlist expression of every node below it
+	std::string switches; // children (hostlist expression), "" for a leaf
+};
+
+// What onramp's tools read of slurmctld's configuration
+// (slurm_load_ctl_conf).
+struct CtlConf {
+	std::string job_submit_plugins;  // JobSubmitPlugins as configured ("lua,onramp")
+	std::string state_save_location; // StateSaveLocation
+	uid_t slurm_user_uid = 0;        // SlurmUser
 };
 
 // An event trigger (strigger): its id and program line.
@@ -115,6 +145,7 @@ public:
 	virtual Result<std::vector<Job>> jobs() = 0;
 	virtual Result<std::optional<Node>> node(const std::string &name) = 0;
 	virtual Result<std::vector<Node>> nodes() = 0;
+	virtual Result<std::vector<Partition>> partitions() = 0;
 	virtual Status update_job(uint32_t id, const JobUpdate &u) = 0;
 	// Hold (priority 0) / release a pending job.
 	virtual Status hold(uint32_t id) = 0;
@@ -135,6 +166,10 @@ public:
 	virtual Result<std::map<std::string, std::string>> node_leaves() = 0;
 	// SlurmUser's uid (slurm_load_ctl_conf).
 	virtual Result<uid_t> slurm_user_uid() = 0;
+	virtual Result<CtlConf> ctl_conf() = 0;
+	// The switch table in force in slurmctld; empty without a tree
+	// topology.
+	virtual Result<std::vector<Switch>> switch_table() = 0;
 	// The names of the reservations slurmctld holds.
 	virtual Result<std::set<std::string>> reservations() = 0;
 	// The reservation, std::nullopt when there is none by that name.
@@ -212,11 +247,27 @@ Status resume_node(SlurmClient &c, const std::string &node, const std::string &p
 Status set_active_feature(SlurmClient &c, const std::string &node, const std::string &feature,
                           bool active);
 
+// The records of "scontrol show topology" text ("SwitchName=S Level=N
+// LinkSpeed=N Nodes=HL Switches=HL" per line): the real client's route to
+// the switch table on Slurm 24.05+, whose libslurm cannot unpack it (see
+// libslurm.cpp). Only names and hostlists of topology.conf appear there.
+// Error naming the line that is not such a record.
+Result<std::vector<Switch>> parse_switch_lines(const std::string &text);
+
+// Leaf switches (level 0) of table that some switch names as a child: the
+// leaves under a spine (a rewire window cuts a leaf off). Error naming the
+// switch whose children do not expand.
+Result<std::set<std::string>> connected_leaves(const std::vector<Switch> &table);
+
 // f is one of a comma-separated feature list ("rack1,onramp_ok").
 inline bool has_feature(const std::string &list, const std::string &f)
 {
 	return ("," + list + ",").find("," + f + ",") != std::string::npos;
 }
+
+// The items of text between seps, in order, empty ones included ("a,,b":
+// "a", "", "b"; "": one empty item). join()'s inverse.
+std::vector<std::string> split(const std::string &text, char sep);
 
 // v joined with commas (a node or feature list).
 inline std::string join(const std::vector<std::string> &v)

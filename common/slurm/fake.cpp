@@ -117,6 +117,14 @@ Result<std::vector<Node>> FakeSlurm::nodes()
 	return out;
 }
 
+Result<std::vector<Partition>> FakeSlurm::partitions()
+{
+	Status st;
+	if (!answer("slurm_load_partitions", &st))
+		return st;
+	return partitions_;
+}
+
 Status FakeSlurm::update_job(uint32_t id, const JobUpdate &u)
 {
 	Status st;
@@ -162,7 +170,7 @@ Status FakeSlurm::hold(uint32_t id)
 	auto it = jobs_.find(id);
 	if (it == jobs_.end() || !it->second.job.pending())
 		return Status::Error(strprintf("cannot hold job %u: Job is no longer pending", id));
-	it->second.held = true;
+	it->second.job.held = true;
 	actions.push_back(strprintf("hold %u", id));
 	return Status::Ok();
 }
@@ -200,9 +208,9 @@ Status FakeSlurm::release(uint32_t id)
 	if (it == jobs_.end())
 		return Status::Error(strprintf("cannot release job %u: Invalid job id", id));
 	actions.push_back(strprintf("release %u", id));
-	if (!it->second.held)
+	if (!it->second.job.held)
 		return Status::Error(strprintf("cannot release job %u: Job is not held", id));
-	it->second.held = false;
+	it->second.job.held = false;
 	if (it->second.job.pending())
 		start(it->second);
 	return Status::Ok();
@@ -222,7 +230,7 @@ Status FakeSlurm::requeue_hold(uint32_t id)
 	j.job.state = "PENDING";
 	j.job.nodes.clear();
 	j.job.restarts++;
-	j.held = true;
+	j.job.held = true;
 	actions.push_back(strprintf("requeuehold %u", id));
 	return Status::Ok();
 }
@@ -315,6 +323,24 @@ Result<uid_t> FakeSlurm::slurm_user_uid()
 	if (!answer("slurm_load_ctl_conf", &st))
 		return st;
 	return slurm_user;
+}
+
+Result<CtlConf> FakeSlurm::ctl_conf()
+{
+	Status st;
+	if (!answer("slurm_load_ctl_conf", &st))
+		return st;
+	CtlConf c = conf_;
+	c.slurm_user_uid = slurm_user;
+	return c;
+}
+
+Result<std::vector<Switch>> FakeSlurm::switch_table()
+{
+	Status st;
+	if (!answer("slurm_load_topo", &st))
+		return st;
+	return switches_;
 }
 
 Result<std::set<std::string>> FakeSlurm::reservations()

@@ -20,13 +20,13 @@ class FakeSlurm : public SlurmClient {
 public:
 	struct FakeJob {
 		Job job;
-		bool held = false;
 		std::string exc_nodes;
 		uint32_t req_switch = 0, wait4switch = 0;
 		int num_nodes = 1;
 	};
 	std::map<uint32_t, FakeJob> jobs_;
 	std::map<std::string, Node> nodes_;
+	std::vector<Partition> partitions_;
 	std::map<std::string, std::string> leaves_;
 	std::map<std::string, Reservation> resvs_;
 	// submit() fails with this message when set; else the job is PENDING
@@ -38,6 +38,9 @@ public:
 	// Called each time a job is read (the test moves the job along).
 	std::function<void(FakeJob &)> on_poll;
 	uid_t slurm_user = 64030;
+	CtlConf conf_;
+	// The switch table switch_table() returns.
+	std::vector<Switch> switches_;
 	// Called for each node of reboot_nodes() after it set reboot_pending
 	// (the test boots it: clears the flag, sets boot_time).
 	std::function<void(Node &)> on_reboot;
@@ -70,6 +73,7 @@ public:
 	Result<std::vector<Job>> jobs() override;
 	Result<std::optional<Node>> node(const std::string &name) override;
 	Result<std::vector<Node>> nodes() override;
+	Result<std::vector<Partition>> partitions() override;
 	Status update_job(uint32_t id, const JobUpdate &u) override;
 	Status hold(uint32_t id) override;
 	Status release(uint32_t id) override;
@@ -81,6 +85,8 @@ public:
 	Status set_features_active(const std::string &node, const std::string &features) override;
 	Result<std::map<std::string, std::string>> node_leaves() override;
 	Result<uid_t> slurm_user_uid() override;
+	Result<CtlConf> ctl_conf() override;
+	Result<std::vector<Switch>> switch_table() override;
 	using SlurmClient::create_reservation;
 	Result<std::set<std::string>> reservations() override;
 	Result<std::optional<Reservation>> reservation(const std::string &name) override;

@@ -134,6 +134,7 @@ Job to_job(const slurm_job_info_t &j)
 	o.uid = static_cast<uid_t>(j.user_id);
 	o.exit_status = static_cast<int>((j.exit_code >> 8) & 0xff);
 	o.state_desc = str(j.state_desc);
+	o.held = j.priority == 0;
 	o.gid = static_cast<gid_t>(j.group_id);
 	if (j.array_task_id != NO_VAL) {
 		o.array_job_id = j.array_job_id;
@@ -262,6 +263,23 @@ public:
 		return out;
 	}
 
+	Result<std::vector<Partition>> partitions() override
+	{
+		partition_info_msg_t *msg = nullptr;
+		int err = call("slurm_load_partitions",
+		               [&] { return slurm_load_partitions(0, &msg, SHOW_ALL); });
+		if (err)
+			return fail(err, "cannot read the partitions");
+		std::vector<Partition> out;
+		for (uint32_t i = 0; msg && i < msg->record_count; i++) {
+			const partition_info_t &p = msg->partition_array[i];
+			if (p.name)
+				out.push_back({p.name, p.state_up == PARTITION_UP, str(p.nodes)});
+		}
+		slurm_free_partition_info_msg(msg);
+		return out;
+	}
+
 	Status update_job(uint32_t id, const JobUpdate &u) override
 	{
 		job_desc_msg_t m;
@@ -387,38 +405,77 @@ public:
 			return std::map<std::string, std::string>{};
 		return topology_leaf_of(conf.value());
 #else
-		// VERSION: 22.05 fills topo_info_response_msg_t's topo_array.
-		topo_info_response_msg_t *msg = nullptr;
-		int err = call("slurm_load_topo", [&] { return slurm_load_topo(&msg); });
-		if (err)
-			return fail(err, "cannot read the topology");
+		auto table = switch_table();
+		if (!table.ok())
+			return table.status();
 		std::map<std::string, std::string> out;
-		for (uint32_t i = 0; msg && i < msg->record_count; i++) {
-			const topo_info_t &t = msg->topo_array[i];
-			if (t.level != 0 || !t.nodes || !t.name)
+		for (const auto &t : table.value()) {
+			if (t.level != 0 || t.nodes.empty())
 				continue;
 			auto hosts = hostlist_expand(t.nodes);
 			if (!hosts.ok())
-				return Status::Error(strprintf("topology: switch %s: %s", t.name,
+				return Status::Error(strprintf("topology: switch %s: %s",
+				                               t.name.c_str(),
 				                               hosts.status().message().c_str()));
 			for (const auto &h : hosts.value())
 				out[h] = t.name;
 		}
-		slurm_free_topo_info_msg(msg);
 		return out;
 #endif
 	}
 
 	Result<uid_t> slurm_user_uid() override
 	{
+		auto c = ctl_conf();
+		if (!c.ok())
+			return c.status();
+		return c->slurm_user_uid;
+	}
+
+	Result<CtlConf> ctl_conf() override
+	{
 		slurm_conf_t *conf = nullptr;
 		int err =
 		    call("slurm_load_ctl_conf", [&] { return slurm_load_ctl_conf(0, &conf); });
 		if (err)
 			return fail(err, "cannot read Slurm's configuration");
-		uid_t uid = static_cast<uid_t>(conf->slurm_user_id);
+		CtlConf out{str(conf->job_submit_plugins), str(conf->state_save_location),
+		            static_cast<uid_t>(conf->slurm_user_id)};
 		free_conf(conf);
-		return uid;
+		return out;
+	}
+
+	Result<std::vector<Switch>> switch_table() override
+	{
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(24, 5, 0)
+		// VERSION: libslurm cannot unpack the table from 24.05 (see
+		// node_leaves); scontrol can, by argv. Its text holds only the
+		// names and hostlists of topology.conf, nothing a user writes.
+		ProcOptions po;
+		po.timeout_s = 60;
+		po.separate_stderr = true;
+		ProcResult r = run_argv({"scontrol", "show", "topology"}, po);
+		if (r.rc != 0)
+			return Status::Error(
+			    "cannot read the switch table: scontrol show topology: " +
+			    (r.err.empty() ? strprintf("exit %d", r.rc) : r.err));
+		if (r.out.find("SwitchName=") == std::string::npos)
+			return std::vector<Switch>{}; // "No topology information available"
+		return parse_switch_lines(r.out);
+#else
+		// VERSION: 22.05 fills topo_info_response_msg_t's topo_array.
+		topo_info_response_msg_t *msg = nullptr;
+		int err = call("slurm_load_topo", [&] { return slurm_load_topo(&msg); });
+		if (err)
+			return fail(err, "cannot read the switch table");
+		std::vector<Switch> out;
+		for (uint32_t i = 0; msg && i < msg->record_count; i++) {
+			const topo_info_t &t = msg->topo_array[i];
+			out.push_back({str(t.name), t.level, str(t.nodes), str(t.switches)});
+		}
+		slurm_free_topo_info_msg(msg);
+		return out;
+#endif
 	}
 
 	using SlurmClient::create_reservation;

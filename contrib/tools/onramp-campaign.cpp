@@ -8,8 +8,9 @@
 //       stands (waves, pairs, smoke jobs); exit 3 when it paused
 //   wave [--json]: the first wave not passed, its nodes and their states
 //   open-wave --wave K
-//   status|report [--json] [--slurm-state F] [--slurm-topology F]
-//       [--exporter ok|WHY] [--budget S]   (no --id: all campaigns)
+//   status|report [--json] [--live] [--exporter ok|WHY] [--budget S]
+//       (no --id: all campaigns; --live: read slurmctld through libslurm
+//       for the platform and network layers)
 //   simulate --nodes N --racks R [...] (simulate --help)
 // All but status, report and simulate take --id ID; --conf F, --db F and
 // --topology F (default $ONRAMP_TOPOLOGY_CONF, else beside onramp.conf)
@@ -194,8 +195,6 @@ int main(int argc, char **argv)
 	std::map<std::string, std::string *> strs = {
 	    {"--conf", &a.conf}, {"--db", &a.db}, {"--topology", &a.report.topology},
 	    {"--id", &a.id}, {"--nodes", &a.nodes},
-	    {"--slurm-state", &a.report.slurm_state},
-	    {"--slurm-topology", &a.report.slurm_topology},
 	    {"--exporter", &a.report.exporter}, {"--onrampctl", &a.onrampctl},
 	    {"--admit", &a.admit}, {"--smoke-job", &a.smoke_job}};
 	// clang-format on
@@ -212,6 +211,10 @@ int main(int argc, char **argv)
 		std::string o = argv[i];
 		if (o == "--json") {
 			a.json = true;
+			continue;
+		}
+		if (o == "--live") {
+			a.report.slurm = &slurm::default_client();
 			continue;
 		}
 		if (o == "-h" || o == "--help")

@@ -1,8 +1,9 @@
 // onramp-rewire: the model side of "onrampctl rewire" and "onrampctl
 // topology check": validates plans against the live topology.conf and
-// fabric file, changes window state crash-safely, and answers fault-domain
-// questions. The shell side (contrib/libexec/onrampctl-rewire) orchestrates
-// scontrol.
+// fabric file, changes window state crash-safely, answers fault-domain
+// questions, and reads and acts on slurmctld through libslurm
+// (common/rewire/live.hpp). The shell side (contrib/libexec/onrampctl-rewire)
+// orchestrates the steps.
 //
 //   onramp-rewire [--conf F] validate [PLAN]       exit 0, or 2 naming the item
 //   onramp-rewire [--conf F] install PLAN          validate, then write RewirePlan
@@ -16,6 +17,14 @@
 //                                                  spine failure cuts a leaf)
 //   onramp-rewire [--conf F] derive [LEAF...]      print topology.conf for stock
 //                                                  topology/tree with LEAF... cut
+//   onramp-rewire [--conf F] across ID             "JOB NODES": running multi-leaf
+//                                                  jobs on the leaves ID cuts
+//   onramp-rewire [--conf F] confirm ID cut|whole  wait (30 s) until slurmctld's
+//                                                  switch table shows it
+//   onramp-rewire [--conf F] settle                wait (30 s) until job_submit/onramp
+//                                                  has RewirePlan in force
+//   onramp-rewire [--conf F] release ID            release the jobs held for ID
+//                                                  (marked in AdminComment); their ids
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -30,6 +39,7 @@
 #include "json.hpp"
 #include "log.hpp"
 #include "number.hpp"
+#include "rewire/live.hpp"
 #include "rewire/window.hpp"
 
 using namespace onramp;
@@ -94,67 +104,23 @@ std::map<std::string, std::string> leaf_nodes(const TopologyConf &t)
 	return m;
 }
 
-// Parents (uplinks) of each leaf: the fabric's spines, else the tree parent.
-std::map<std::string, std::set<std::string>> uplinks(const Ctx &c)
-{
-	std::map<std::string, std::set<std::string>> up;
-	for (const auto &l : leaf_nodes(c.topo))
-		up[l.first];
-	if (c.fabric) {
-		for (const auto &u : c.fabric->uplinks)
-			up[u.leaf].insert(u.spine);
-		return up;
-	}
-	for (const auto &s : c.topo.switches) {
-		if (s.switches.empty())
-			continue;
-		auto kids = hostlist_expand(s.switches);
-		if (kids.ok())
-			for (const auto &k : kids.value())
-				if (up.count(k))
-					up[k].insert(s.name);
-	}
-	return up;
-}
-
-std::vector<std::string> spines(const Ctx &c)
-{
-	std::set<std::string> s;
-	for (const auto &u : uplinks(c))
-		s.insert(u.second.begin(), u.second.end());
-	return {s.begin(), s.end()};
-}
-
-// Leaves that lose every uplink when failed fail.
-std::vector<std::string> cut_by(const Ctx &c, const std::set<std::string> &failed)
-{
-	std::vector<std::string> out;
-	for (const auto &u : uplinks(c)) {
-		bool all = !u.second.empty() || failed.count(u.first);
-		for (const auto &sp : u.second)
-			all = all && failed.count(sp);
-		if (failed.count(u.first) || all)
-			out.push_back(u.first);
-	}
-	return out;
-}
-
 int cmd_check(const Ctx &c, const std::vector<std::string> &fails)
 {
 	auto nodes = leaf_nodes(c.topo);
 	if (!fails.empty()) {
-		auto sp = spines(c);
+		auto sp = fault_spines(c.topo, c.fabric.get());
 		for (const auto &f : fails)
 			if (c.topo.find(f) < 0 && std::find(sp.begin(), sp.end(), f) == sp.end())
 				return fail("unknown switch '" + f + "' (neither in " +
 				            c.topo.origin + " nor a spine of the fabric)");
-		for (const auto &l : cut_by(c, {fails.begin(), fails.end()}))
+		for (const auto &l :
+		     leaves_cut_by(c.topo, c.fabric.get(), {fails.begin(), fails.end()}))
 			printf("%s %s\n", l.c_str(), nodes[l].c_str());
 		return 0;
 	}
 	int rc = 0;
-	for (const auto &sp : spines(c)) {
-		auto cut = cut_by(c, {sp});
+	for (const auto &sp : fault_spines(c.topo, c.fabric.get())) {
+		auto cut = leaves_cut_by(c.topo, c.fabric.get(), {sp});
 		for (const auto &l : cut)
 			printf("%s %s %s\n", sp.c_str(), l.c_str(), nodes[l].c_str());
 		if (!cut.empty())
@@ -169,7 +135,7 @@ int usage(FILE *f)
 	    f,
 	    "usage: onramp-rewire [--conf FILE] validate [PLAN] | install PLAN | set ID "
 	    "planned|active|done | stage ID N | status | cut ID [--json] | check [--fail SW...] |\n"
-	    "  derive [LEAF...]\n");
+	    "  derive [LEAF...] | across ID | confirm ID cut|whole | settle | release ID\n");
 	return f == stdout ? 0 : kBadInput;
 }
 
@@ -243,11 +209,48 @@ int main(int argc, char **argv)
 		}
 		return 0;
 	}
+	if (cmd == "settle") {
+		if (!args.empty())
+			return usage(stderr);
+		std::string note;
+		Status st = rewire_settle_submit(slurm::default_client(), c.cfg.str("RewirePlan"),
+		                                 RewireWait{60, 0.5, nullptr}, &note);
+		if (!note.empty())
+			log_warn("%s", note.c_str());
+		return st.ok() ? 0 : fail(st.message());
+	}
 	if (args.empty())
 		return usage(stderr);
 	Window *w = p.find(args[0]);
 	if (!w)
 		return fail(p.origin + ": no window '" + args[0] + "'");
+	if (cmd == "across" && args.size() == 1) {
+		auto jobs = rewire_jobs_across(slurm::default_client(), c.topo,
+		                               window_cut(*w, c.topo, c.fabric.get()));
+		if (!jobs.ok())
+			return fail(jobs.status().message());
+		for (const auto &j : jobs.value())
+			printf("%u %s\n", j.id, j.nodes.c_str());
+		return 0;
+	}
+	if (cmd == "confirm" && args.size() == 2 && (args[1] == "cut" || args[1] == "whole")) {
+		Status st = rewire_confirm_table(slurm::default_client(), w->id,
+		                                 window_cut(*w, c.topo, c.fabric.get()),
+		                                 args[1] == "cut", RewireWait{});
+		return st.ok() ? 0 : fail(st.message());
+	}
+	if (cmd == "release" && args.size() == 1) {
+		std::vector<std::string> failed;
+		auto ids = rewire_release_held(slurm::default_client(), w->id, &failed);
+		if (!ids.ok())
+			return fail(ids.status().message());
+		std::string line;
+		for (uint32_t id : ids.value())
+			line += (line.empty() ? "" : " ") + std::to_string(id);
+		if (!line.empty())
+			printf("%s\n", line.c_str());
+		return failed.empty() ? 0 : kBadInput;
+	}
 	if (cmd == "cut") {
 		if (args.size() > 2 || (args.size() == 2 && args[1] != "--json"))
 			return usage(stderr);

@@ -30,6 +30,8 @@ teardown() {
 		rm -rf "$(cat "$BATS_TEST_TMPDIR/second-cluster")"
 	fi
 	scancel --quiet --user "$(id -un)" || true
+	# The held jobs a test submitted as the cluster's user.
+	scancel --quiet --user "$ONRAMP_CLUSTER_USER" || true
 	rm -f "$PLAN"
 	if [[ -f $BATS_TEST_TMPDIR/onramp.conf.orig ]]; then
 		cp -p "$BATS_TEST_TMPDIR/onramp.conf.orig" "$ETC/onramp.conf"
@@ -221,6 +223,44 @@ EOP
 	[ "$status" -eq 0 ]
 	[[ $output == *"released held jobs: $j"* ]]
 	[[ $(spine_nodes) == "node[1-8]" ]]
+	submit_wait "$j" COMPLETED 90
+}
+
+@test "onrampctl rewire finish releases by onramp's AdminComment mark, never by a user's comment or name" {
+	local plan=$BATS_TEST_TMPDIR/plan.json reason mark j u1 u2 u3 u4 u
+	plan_file "$plan" w6 '["leaf2"]'
+	"$ONRAMPCTL" rewire plan "$plan"
+	"$ONRAMPCTL" rewire start w6
+	reason="onramp: held until rewire window w6 finishes"
+	mark="onramp:rewire-held window=w6"
+	# onramp holds a job the cut fabric cannot hold and marks it.
+	j=$(submit -N7 -o /dev/null --wrap 'sleep 1')
+	# A user's own held jobs carrying the old finish's match text, and the
+	# mark's text, in their comment and name.
+	u1=$(as_user sbatch --parsable --hold -o /dev/null --comment "$reason" --wrap 'sleep 1')
+	u2=$(as_user sbatch --parsable --hold -o /dev/null -J "x Comment=$reason" --wrap 'sleep 1')
+	u3=$(as_user sbatch --parsable --hold -o /dev/null \
+		--comment "x AdminComment=$mark Comment=$reason" -J "AdminComment=$mark" --wrap 'sleep 1')
+	# A multi-node job its user submitted held: onramp holds it too but does
+	# not mark it (its user releases it).
+	u4=$(as_user sbatch --parsable --hold -N7 -o /dev/null --wrap 'sleep 1')
+	sleep 2
+	scontrol show job "$j" | grep -qxF "   AdminComment=$mark "
+	for u in "$u1" "$u2" "$u3" "$u4"; do
+		! scontrol show job "$u" | grep -q "^ *AdminComment=onramp"
+	done
+	# The user cannot write the mark (slurmctld refuses it from a non-admin,
+	# at submission too: validate_job_create_req).
+	run as_user scontrol update job "$u1" AdminComment="$mark"
+	[ "$status" -ne 0 ]
+	run "$ONRAMPCTL" rewire finish w6
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == *"window w6 done; released held jobs: $j" ]]
+	for u in "$u1" "$u2" "$u3" "$u4"; do
+		[[ $(job_state "$u") == PENDING ]]
+		[[ $(job_field "$u" Reason) == JobHeldUser ]]
+	done
 	submit_wait "$j" COMPLETED 90
 }
 

@@ -1,7 +1,7 @@
 // The layered view of a campaign: what blocks each of the five layers for a
 // set of nodes, from the journal's rows and the facts gathered from Slurm
-// and the monitoring setup; and the parsers of sinfo and scontrol show
-// topology output.
+// and the monitoring setup; and how what SlurmClient read (nodes,
+// partitions, the switch table) becomes those facts.
 #include "unit.hpp"
 
 #include "campaign/layers.hpp"
@@ -37,6 +37,38 @@ static std::string blocks(const Layer &l)
 	return s;
 }
 
+// A node as SlurmClient returns it.
+static slurm::Node snode(const char *name, const char *state, const char *features)
+{
+	slurm::Node n;
+	n.name = name;
+	n.state = state;
+	n.features_active = features;
+	return n;
+}
+
+// The facts of nodes in partitions, which must expand.
+static std::map<std::string, SlurmNode> facts(const std::vector<slurm::Node> &nodes,
+                                              const std::vector<slurm::Partition> &parts)
+{
+	auto s = slurm_nodes(nodes, parts);
+	if (!s.ok())
+		abort();
+	return s.value();
+}
+
+// slurmctld's switch table: leaf1 (leaf1_nodes) and leaf2 (node[5-8]), under
+// spine1 as spine_children says.
+static std::map<std::string, LiveLeaf> table(const char *leaf1_nodes, const char *spine_children)
+{
+	auto t = live_leaves({{"leaf1", 0, leaf1_nodes, ""},
+	                      {"leaf2", 0, "node[5-8]", ""},
+	                      {"spine1", 1, "node[1-8]", spine_children}});
+	if (!t.ok())
+		abort();
+	return t.value();
+}
+
 // Everything in place: two racks, admitted nodes, passing pair and smoke
 // jobs, schedulable in an UP partition, exporter and rules ok.
 static LayerFacts healthy()
@@ -45,13 +77,11 @@ static LayerFacts healthy()
 	f.feature = "onramp_ok";
 	f.campaign_racks = 2;
 	f.have_slurm = true;
-	f.slurm = parse_sinfo("node1 idle onramp_ok,rack1 batch* up\n"
-	                      "node5 mixed rack2,onramp_ok batch* up\n");
+	f.slurm = facts(
+	    {snode("node1", "IDLE", "onramp_ok,rack1"), snode("node5", "MIXED", "rack2,onramp_ok")},
+	    {{"batch", true, "node[1-8]"}});
 	f.have_topology = true;
-	f.leaves = parse_live_topology(
-	    "SwitchName=leaf1 Level=0 LinkSpeed=1 Nodes=node[1-4] Switches=(null)\n"
-	    "SwitchName=leaf2 Level=0 LinkSpeed=1 Nodes=node[5-8] Switches=(null)\n"
-	    "SwitchName=spine1 Level=1 LinkSpeed=1 Nodes=node[1-8] Switches=leaf[1-2]\n");
+	f.leaves = table("node[1-4]", "leaf[1-2]");
 	f.pairs = {{"node1", "leaf1", "node5", "leaf2", "pass", "ok", 1}};
 	f.smokes = {{"leaf1", "node1", "10", "pass", "1 node(s) answered", 2},
 	            {"leaf2", "node5", "11", "pass", "1 node(s) answered", 2}};
@@ -108,10 +138,7 @@ static void node_network_and_platform_name_what_blocks_them(void **)
 	assert_string_equal(blocks(layer(ls, "node")).c_str(), "node5: PORT_DOWN|");
 	assert_contains(blocks(layer(ls, "network")), "node5: PORT_DOWN|");
 	// A cut leaf (rewire window) and a node missing under its leaf.
-	f.leaves = parse_live_topology(
-	    "SwitchName=leaf1 Level=0 LinkSpeed=1 Nodes=node[2-4] Switches=(null)\n"
-	    "SwitchName=leaf2 Level=0 LinkSpeed=1 Nodes=node[5-8] Switches=(null)\n"
-	    "SwitchName=spine1 Level=1 LinkSpeed=1 Nodes=node[5-8] Switches=leaf2\n");
+	f.leaves = table("node[2-4]", "leaf2");
 	f.pairs[0].result = "fail";
 	f.pairs[0].detail = "busbw low";
 	ls = compute_layers({&n1}, {"leaf1"}, f);
@@ -121,13 +148,16 @@ static void node_network_and_platform_name_what_blocks_them(void **)
 	assert_contains(net, "node1<->node5: pair fail (busbw low)");
 	assert_contains(net, "rack leaf1: no passing cross-rack pair");
 	// Platform: drained in Slurm, feature lost, partition down.
-	f.slurm = parse_sinfo("node1 drained onramp_ok batch up\n");
+	auto drained = snode("node1", "IDLE", "onramp_ok");
+	drained.drain = true;
+	f.slurm = facts({drained}, {{"batch", true, "node1"}});
 	assert_string_equal(blocks(layer(compute_layers({&n1}, {"leaf1"}, f), "platform")).c_str(),
-	                    "node1: state drained|");
-	f.slurm = parse_sinfo("node1 idle rack1 batch up\n");
+	                    "node1: state IDLE+DRAIN|");
+	f.slurm = facts({snode("node1", "IDLE", "rack1")}, {{"batch", true, "node1"}});
 	assert_contains(blocks(layer(compute_layers({&n1}, {"leaf1"}, f), "platform")),
 	                "feature onramp_ok not active");
-	f.slurm = parse_sinfo("node1 idle onramp_ok batch* down\nnode1 idle onramp_ok gpu inact\n");
+	f.slurm = facts({snode("node1", "IDLE", "onramp_ok")},
+	                {{"batch", false, "node[1-4]"}, {"gpu", false, "node1"}});
 	assert_contains(blocks(layer(compute_layers({&n1}, {"leaf1"}, f), "platform")),
 	                "in no UP partition");
 	// No Slurm facts: unknown, not a pass.
@@ -159,24 +189,34 @@ static void operations_checks_exporter_rules_and_textfiles(void **)
 	assert_int_equal(layer(compute_layers({&n1}, {"leaf1"}, f), "operations").ok, -1);
 }
 
-static void parsers_read_sinfo_and_the_live_switch_table(void **)
+static void slurm_facts_come_from_the_clients_structures(void **)
 {
-	auto s = parse_sinfo("node1 idle onramp_ok,rack1 batch* up\n"
-	                     "node1 idle onramp_ok,rack1 debug down\n"
-	                     "node2 drained (null) batch* up\ngarbage\n");
-	assert_int_equal(s.size(), 2);
+	auto busy = snode("node2", "ALLOCATED", "");
+	busy.reserved = true;
+	busy.reboot_pending = true;
+	busy.responding = false;
+	auto s = facts(
+	    {snode("node1", "IDLE", "onramp_ok,rack1"), busy},
+	    {{"batch", true, "node[1-2]"}, {"debug", false, "node1,node9"}, {"none", true, ""}});
+	assert_int_equal(s.size(), 2); // node9 of a partition's list is not a node: no entry
+	assert_string_equal(s["node1"].state.c_str(), "IDLE");
 	assert_string_equal(s["node1"].features.c_str(), "onramp_ok,rack1");
+	assert_int_equal(s["node1"].partitions.size(), 2);
 	assert_true(s["node1"].partitions["batch"]);
 	assert_false(s["node1"].partitions["debug"]);
-	assert_string_equal(s["node2"].features.c_str(), "");
-	auto t = parse_live_topology(
-	    "SwitchName=leaf1 Level=0 LinkSpeed=1 Nodes=node[1-2] Switches=(null)\n"
-	    "SwitchName=leaf2 Level=0 LinkSpeed=1 Nodes=node[3-4] Switches=(null)\n"
-	    "SwitchName=spine1 Level=1 LinkSpeed=1 Nodes=node[1-2] Switches=leaf1\n");
+	assert_string_equal(s["node2"].state.c_str(), "ALLOCATED+RESERVED+REBOOT+NOT_RESPONDING");
+	assert_int_equal(s["node2"].partitions.size(), 1);
+	auto badp = slurm_nodes({busy}, {{"batch", true, "node[1-"}});
+	assert_false(badp.ok());
+	assert_contains(badp.status().message(), "partition batch");
+	auto t = table("node[1-2]", "leaf1");
 	assert_int_equal(t.size(), 2);
 	assert_true(t["leaf1"].connected);
 	assert_false(t["leaf2"].connected);
-	assert_int_equal(t["leaf2"].nodes.count("node4"), 1);
+	assert_int_equal(t["leaf2"].nodes.count("node8"), 1);
+	auto bad = live_leaves({{"leaf1", 0, "node[1-", ""}});
+	assert_false(bad.ok());
+	assert_contains(bad.status().message(), "switch leaf1");
 }
 
 static void the_network_layer_names_the_component_its_failed_pairs_blame(void **)
@@ -210,7 +250,7 @@ int main()
 	    cmocka_unit_test(a_failed_smoke_job_blocks_the_application_layer_of_its_rack_only),
 	    cmocka_unit_test(node_network_and_platform_name_what_blocks_them),
 	    cmocka_unit_test(operations_checks_exporter_rules_and_textfiles),
-	    cmocka_unit_test(parsers_read_sinfo_and_the_live_switch_table),
+	    cmocka_unit_test(slurm_facts_come_from_the_clients_structures),
 	    cmocka_unit_test(the_network_layer_names_the_component_its_failed_pairs_blame),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);

@@ -197,7 +197,7 @@ struct World {
 		assert_true(jr->active()->empty());
 		const auto &fj = slurm.jobs_.at(kJob);
 		assert_string_equal(fj.job.state.c_str(), "RUNNING"); // not lost
-		assert_false(fj.held);                                // not left held
+		assert_false(fj.job.held);                            // not left held
 		assert_int_equal(fj.job.restarts, 1);                 // requeued once
 		assert_int_equal(count_actions("requeuehold"), 1);
 		assert_int_equal(starts, 1); // started once

@@ -114,6 +114,38 @@ static void test_set_active_feature(void **)
 	assert_string_equal(f.nodes_["n1"].features_active.c_str(), "rack1,gpu");
 }
 
+static void test_split_keeps_empty_items_and_inverts_join(void **)
+{
+	auto v = slurm::split("a,,b", ',');
+	assert_int_equal(v.size(), 3);
+	assert_string_equal(v[1].c_str(), "");
+	assert_string_equal(v[2].c_str(), "b");
+	assert_int_equal(slurm::split("", ',').size(), 1);
+	assert_string_equal(slurm::join(slurm::split("rack1,onramp_ok", ',')).c_str(),
+	                    "rack1,onramp_ok");
+}
+
+// scontrol show topology's records (the real client's route on 24.05+).
+static void test_switch_lines_parse_scontrol_records(void **)
+{
+	auto t = slurm::parse_switch_lines(
+	    "SwitchName=leaf1 Level=0 LinkSpeed=1 Nodes=node[1-2]\n"
+	    "SwitchName=spine1 Level=1 LinkSpeed=1 Nodes=node[1-8] Switches=leaf[1,3-4]\n\n");
+	assert_true(t.ok());
+	assert_int_equal(t->size(), 2);
+	assert_string_equal(t.value()[0].name.c_str(), "leaf1");
+	assert_int_equal(t.value()[0].level, 0);
+	assert_string_equal(t.value()[0].nodes.c_str(), "node[1-2]");
+	assert_true(t.value()[0].switches.empty());
+	assert_int_equal(t.value()[1].level, 1);
+	assert_string_equal(t.value()[1].switches.c_str(), "leaf[1,3-4]");
+	// A line that is not a record is named, not skipped.
+	auto bad = slurm::parse_switch_lines("SwitchName=leaf1 Level=0\nLevel=x\n");
+	assert_false(bad.ok());
+	assert_contains(bad.status().message(), "line 2");
+	assert_false(slurm::parse_switch_lines("SwitchName=s Level=-1\n").ok());
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -123,6 +155,8 @@ int main(void)
 	    cmocka_unit_test(test_backoff_doubles_up_to_max),
 	    cmocka_unit_test(test_is_admin),
 	    cmocka_unit_test(test_set_active_feature),
+	    cmocka_unit_test(test_switch_lines_parse_scontrol_records),
+	    cmocka_unit_test(test_split_keeps_empty_items_and_inverts_join),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

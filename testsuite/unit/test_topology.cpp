@@ -405,11 +405,20 @@ static void switches_defaults(void **)
 	d = decide_submit(st, j);
 	assert_true(d.hold);
 	assert_string_equal(d.hold_reason.c_str(), "onramp: held until rewire window w1 finishes");
+	// ...and marked in AdminComment, which users cannot write.
+	assert_string_equal(d.admin_comment_append.c_str(), "onramp:rewire-held window=w1");
+	// Submitted held by its user (--hold): held, unmarked (its user releases it).
+	j.user_hold = true;
+	d = decide_submit(st, j);
+	assert_true(d.hold);
+	assert_true(d.admin_comment_append.empty());
+	j.user_hold = false;
 	// No plan configured: nothing.
 	PolicyState none;
 	none.cfg = st.cfg;
 	d = decide_submit(none, j);
 	assert_false(d.hold);
+	assert_true(d.admin_comment_append.empty());
 	assert_false(d.req_switch.has_value());
 }
 
@@ -583,6 +592,21 @@ static void a_refused_onramp_conf_still_names_its_feature(void **)
 	assert_int_equal(onramp_conf_peek(conf.c_str(), "AdmittedFeature", val, sizeof val), -1);
 }
 
+// onrampctl topology check without a fabric: the tree's parents are the
+// uplinks; a spine failure cuts every leaf under it, a leaf's only itself.
+static void fault_domains_follow_the_tree_without_a_fabric(void **)
+{
+	auto t = topo4();
+	auto sp = fault_spines(t, nullptr);
+	assert_int_equal(sp.size(), 1);
+	assert_string_equal(sp[0].c_str(), "spine");
+	assert_int_equal(leaves_cut_by(t, nullptr, {"spine"}).size(), 4);
+	auto one = leaves_cut_by(t, nullptr, {"leaf2"});
+	assert_int_equal(one.size(), 1);
+	assert_string_equal(one[0].c_str(), "leaf2");
+	assert_true(leaves_cut_by(t, nullptr, {"spine-z"}).empty());
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -599,6 +623,7 @@ int main(void)
 	    cmocka_unit_test(an_unusable_plan_never_drops_the_window_in_force),
 	    cmocka_unit_test(job_submit_starts_with_a_bad_plan_and_keeps_the_last_good_one),
 	    cmocka_unit_test(a_refused_onramp_conf_still_names_its_feature),
+	    cmocka_unit_test(fault_domains_follow_the_tree_without_a_fabric),
 	};
 	return cmocka_run_group_tests_name("topology", tests, NULL, NULL);
 }

@@ -281,6 +281,9 @@ static void _fill(onramp_job_t *j, job_desc_msg_t *d, job_record_t *job_ptr, uin
 	}
 	j->spank_env = d->spank_job_env;
 	j->spank_env_size = d->spank_job_env_size;
+	/* A submission's priority is 0 only for --hold (slurmctld resets any
+	 * other priority a non-operator asks for before job_submit runs). */
+	j->user_hold = !job_ptr && d->priority == 0;
 	j->current_admin_comment = job_ptr ? job_ptr->admin_comment : NULL;
 	j->current_requeue = (job_ptr && job_ptr->details) ? job_ptr->details->requeue : -1;
 }
@@ -317,6 +320,15 @@ static void _apply(job_desc_msg_t *d, const onramp_job_edits_t *e)
 	}
 	if (e->comment_append[0])
 		xstrfmtcat(d->comment, "%s%s", d->comment ? "; " : "", e->comment_append);
+	/*
+	 * slurmctld refuses an AdminComment from a non-admin's request before
+	 * job_submit runs (validate_job_create_req, 22.05 to 26.05), so what a
+	 * user submits never carries onramp's marks there; what is appended
+	 * here does.
+	 */
+	if (e->admin_comment_append[0])
+		xstrfmtcat(d->admin_comment, "%s%s", d->admin_comment ? "; " : "",
+		           e->admin_comment_append);
 	/* A batch job's tasks learn their checkpoint signal from the environment
 	 * (spank/onramp passes it on; jobs without it read it directly). */
 	if (e->ckpt_signal_env[0] && d->environment && d->env_size) {
