@@ -60,6 +60,27 @@ reconfigure() {
 	timeout 30 scontrol reconfigure
 }
 
+# reconfigure_bad: scontrol reconfigure with a file onramp refuses in place.
+# It returns (slurmctld never hangs); before 23.11 it succeeds (the same
+# process keeps onramp's state in force), from 23.11 the re-executed
+# slurmctld refuses the file, scontrol reports the failure and the running
+# slurmctld resumes with its state.
+reconfigure_bad() {
+	run reconfigure
+	[ "$status" -ne 124 ] || {
+		echo "scontrol reconfigure hung: $output" >&2
+		return 1
+	}
+	if reexecs; then
+		[ "$status" -ne 0 ] || {
+			echo "the re-executed slurmctld took the bad file" >&2
+			return 1
+		}
+	else
+		[ "$status" -eq 0 ]
+	fi
+}
+
 # with_window: onramp.conf with RewirePlan and FabricFile, window w1 on
 # leaf2 active and in force (the spine lost leaf2).
 with_window() {
@@ -175,7 +196,7 @@ big_plan() {
 	local off
 	off=$(log_offset "$ONRAMP_CTLD_LOG")
 	spoil "$ETC/onramp.conf" fifo
-	reconfigure
+	reconfigure_bad
 	ctld_answers
 	local j
 	j=$(submit -o /dev/null --wrap true)
@@ -197,8 +218,8 @@ big_plan() {
 		for kind in fifo directory symlink-loop missing truncated binary huge-line overflow; do
 			off=$(log_offset "$ONRAMP_CTLD_LOG")
 			spoil "$file" "$kind"
-			reconfigure || {
-				echo "reconfigure hung with $kind in place of $file" >&2
+			reconfigure_bad || {
+				echo "with $kind in place of $file" >&2
 				return 1
 			}
 			ctld_answers
@@ -238,7 +259,7 @@ big_plan() {
 	off=$(log_offset "$ONRAMP_CTLD_LOG")
 	spoil "$FABRIC" directory
 	line=$(grep -n '^FabricFile=' "$ETC/onramp.conf" | cut -d: -f1)
-	reconfigure
+	reconfigure_bad
 	wait_for 20 "the key and line in the log" log_since_has "$ONRAMP_CTLD_LOG" "$off" \
 		"FabricFile \(.*onramp\.conf:$line\): .*fabric\.json: not a regular file"
 }
@@ -258,7 +279,7 @@ restart_slurmd() {
 	wait_for 60 "$node idle and admitted" admitted_idle "$node"
 	with_window
 	spoil "$PLAN" truncated
-	reconfigure
+	reconfigure_bad
 	off=$(log_offset "$ONRAMP_CLUSTER_DIR/log/slurmd-$node.log")
 	restart_slurmd "$node"
 	wait_for 30 "$node re-registered" log_since_has "$ONRAMP_CLUSTER_DIR/log/slurmd-$node.log" "$off" \

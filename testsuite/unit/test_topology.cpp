@@ -214,7 +214,8 @@ static void installed_derived_file_keeps_the_admins_and_restore_puts_it_back(voi
 	assert_int_equal(inode_of(saved), admin);
 	assert_string_equal(read_file(saved)->c_str(), kTopo);
 	std::string derived = read_file(path).value();
-	assert_contains(derived, ("# onramp rewire window w1; the admin's file is " + saved).c_str());
+	assert_contains(derived,
+	                ("# onramp rewire window w1; the admin's file is " + saved).c_str());
 	assert_contains(derived, "SwitchName=spine Switches=leaf[1,3-4]\n");
 	struct stat sb;
 	assert_int_equal(stat(path.c_str(), &sb), 0);
@@ -600,6 +601,26 @@ static void job_submit_starts_with_a_bad_plan_and_keeps_the_last_good_one(void *
 	// A bad plan at the first load: loaded, no window, logged (never fatal).
 	assert_true(write_file_atomic(d.plan, "{").ok());
 	onramp_ctx_t *ctx = onramp_ctx_create(d.conf.c_str(), "test", err, sizeof err);
+	assert_non_null(ctx);
+	onramp_ctx_destroy(ctx);
+	// Unless this is slurmctld re-executed by a reconfigure (23.11+): it
+	// fails, naming the plan, and the running slurmctld keeps its policy.
+	setenv("SLURMCTLD_RECONF", "1", 1);
+	assert_null(onramp_ctx_create(d.conf.c_str(), "test", err, sizeof err));
+	assert_non_null(strstr(err, d.plan.c_str()));
+	// There a plan file gone is no window, unless a window's derived
+	// topology.conf is installed (24.05+): then it fails too.
+	unlink(d.plan.c_str());
+	ctx = onramp_ctx_create(d.conf.c_str(), "test", err, sizeof err);
+	assert_non_null(ctx);
+	onramp_ctx_destroy(ctx);
+	assert_true(topology_install_derived(d.topo, {"leaf2"}, "w1").ok());
+	assert_null(onramp_ctx_create(d.conf.c_str(), "test", err, sizeof err));
+	assert_non_null(strstr(err, "missing while a rewire window is in force"));
+	assert_true(topology_restore_admin(d.topo).ok());
+	assert_true(write_file_atomic(d.plan, "{").ok());
+	unsetenv("SLURMCTLD_RECONF");
+	ctx = onramp_ctx_create(d.conf.c_str(), "test", err, sizeof err);
 	assert_non_null(ctx);
 	// A good one is taken at reload; then a plan gone or unusable is not.
 	d.good_plan();
