@@ -38,8 +38,9 @@ bool path_missing(const std::string &path)
 // first error. previous is the state in force (null at the first load).
 // At the first load a rewire plan (or fabric) that cannot be used is
 // logged and no window is in force, so that slurmctld starts; at a reload
-// it rejects the whole reload, and so does a plan file that vanished while
-// a window of the state in force is active.
+// (and in slurmctld re-executed by a reconfigure, 23.11+) it rejects the
+// whole reload, and so does a plan file that vanished while a window of the
+// state in force is active.
 Result<std::shared_ptr<const PolicyState>> load_state(const std::string &path, int scope,
                                                       const PolicyState *previous,
                                                       const std::string &component,
@@ -52,13 +53,23 @@ Result<std::shared_ptr<const PolicyState>> load_state(const std::string &path, i
 	st->cfg = std::make_shared<const Config>(std::move(cfg.value()));
 	if (scope == ONRAMP_SCOPE_CONFIG)
 		return std::shared_ptr<const PolicyState>(st);
+	const bool reexec = getenv("SLURMCTLD_RECONF") != nullptr;
 	Status s = rewire_load(*st->cfg, &st->rewire);
-	if (s.ok() && previous && previous->rewire && !st->rewire &&
-	    st->cfg->is_set("RewirePlan") && path_missing(st->cfg->str("RewirePlan")))
+	// A window in force: the previous state's, or in a re-executed
+	// slurmctld the derived topology.conf installed for it (24.05+).
+	bool window_in_force = previous ? previous->rewire != nullptr
+	                                : reexec && !path_missing(topology_saved_path(
+	                                                topology_path_beside(st->cfg->origin())));
+	if (s.ok() && window_in_force && !st->rewire && st->cfg->is_set("RewirePlan") &&
+	    path_missing(st->cfg->str("RewirePlan")))
 		s = Status::Error(st->cfg->str("RewirePlan") +
 		                  ": missing while a rewire window is in force");
+	// From Slurm 23.11 "scontrol reconfigure" re-executes slurmctld, marking
+	// the new process with SLURMCTLD_RECONF, and keeps the running one when
+	// the new one fails to start: a plan the new one cannot use fails it
+	// there, so the policy in force stays, as at a reload.
 	if (!s.ok()) {
-		if (previous)
+		if (previous || reexec)
 			return s;
 		*warning = s.message();
 		log_error("%s: %s; no rewire window in force until a good plan is loaded",

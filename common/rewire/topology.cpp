@@ -6,8 +6,11 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <unordered_map>
 
 #include "atomic_file.hpp"
@@ -176,12 +179,85 @@ Result<std::map<std::string, std::string>> topology_leaf_of(const TopologyConf &
 
 std::string default_topology_path(const Config &cfg)
 {
-	return topology_path_beside(cfg.origin());
+	return topology_admin_path(topology_path_beside(cfg.origin()));
 }
 
 std::string default_topology_path()
 {
-	return topology_path_beside(default_conf_path());
+	return topology_admin_path(topology_path_beside(default_conf_path()));
+}
+
+std::string topology_saved_path(const std::string &path)
+{
+	return path + ".onramp-orig";
+}
+
+std::string topology_admin_path(const std::string &path)
+{
+	struct stat sb;
+	std::string saved = topology_saved_path(path);
+	return lstat(saved.c_str(), &sb) == 0 ? saved : path;
+}
+
+namespace {
+
+std::string dir_of(const std::string &path)
+{
+	auto pos = path.rfind('/');
+	return pos == std::string::npos ? "." : pos == 0 ? "/" : path.substr(0, pos);
+}
+
+Status errno_error(const char *what, const std::string &path)
+{
+	return Status::Error(strprintf("%s %s: %s", what, path.c_str(), strerror(errno)));
+}
+
+} // namespace
+
+Status topology_install_derived(const std::string &path, const std::set<std::string> &cut,
+                                const std::string &window)
+{
+	std::string saved = topology_saved_path(path);
+	struct stat sb;
+	if (lstat(saved.c_str(), &sb) != 0) {
+		if (errno != ENOENT)
+			return errno_error("cannot stat", saved);
+		// The same inode under a second name: nothing of the admin's file
+		// (owner, mode, a symlink) changes, and rename() puts it back.
+		if (link(path.c_str(), saved.c_str()) != 0)
+			return errno_error("cannot keep the admin's file as", saved);
+		Status st = fsync_dir(dir_of(path));
+		if (!st.ok())
+			return st;
+	}
+	auto conf = topology_load(saved);
+	if (!conf.ok())
+		return conf.status();
+	auto text = topology_derive(conf.value(), cut);
+	if (!text.ok())
+		return text.status();
+	if (stat(saved.c_str(), &sb) != 0)
+		return errno_error("cannot stat", saved);
+	return write_file_atomic(
+	    path,
+	    "# onramp rewire window " + window + "; the admin's file is " + saved +
+	        " (edit that one): it comes back when the window ends.\n" + text.value(),
+	    sb.st_mode & 07777);
+}
+
+Status topology_restore_admin(const std::string &path)
+{
+	std::string saved = topology_saved_path(path);
+	struct stat s1, s2;
+	if (lstat(saved.c_str(), &s1) != 0)
+		return errno == ENOENT ? Status::Ok() : errno_error("cannot stat", saved);
+	// A crash between the link and the first install left both names on
+	// one inode, where rename() would do nothing.
+	bool same =
+	    lstat(path.c_str(), &s2) == 0 && s1.st_dev == s2.st_dev && s1.st_ino == s2.st_ino;
+	if (same ? unlink(saved.c_str()) != 0 : rename(saved.c_str(), path.c_str()) != 0)
+		return errno_error("cannot put back the admin's file", saved);
+	return fsync_dir(dir_of(path));
 }
 
 std::string topology_path_beside(const std::string &conf_path)

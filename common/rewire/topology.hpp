@@ -85,14 +85,33 @@ Result<std::map<std::string, std::string>> topology_leaf_of(const TopologyConf &
 Result<std::string> topology_derive(const TopologyConf &conf, const std::set<std::string> &cut);
 
 class Config;
-// Where topology.conf is, for every reader (topology/onramp, the rewire and
-// campaign tools, the exporter): $ONRAMP_TOPOLOGY_CONF, else beside
-// onramp.conf (cfg's origin), where Slurm keeps it beside slurm.conf.
+// Where the admin's topology.conf is, for every reader (topology/onramp, the
+// rewire and campaign tools, the exporter): topology_admin_path() of
+// topology_path_beside(cfg's origin).
 std::string default_topology_path(const Config &cfg);
 // The same for the default onramp.conf (default_conf_path()), without
 // loading it.
 std::string default_topology_path();
-// $ONRAMP_TOPOLOGY_CONF, else topology.conf beside conf_path.
+// The file Slurm reads: $ONRAMP_TOPOLOGY_CONF, else topology.conf beside
+// conf_path (where Slurm keeps it beside slurm.conf).
 std::string topology_path_beside(const std::string &conf_path);
+
+// Slurm 24.05+ (stock topology/tree): while a rewiring window is active the
+// file Slurm reads (path) is onramp's derived one and the admin's own is
+// kept as path + ".onramp-orig", the same inode (a hard link made before the
+// first install: owner, mode, a symlink kept as it was).
+std::string topology_saved_path(const std::string &path);
+// The admin's file: the saved one while it exists, else path.
+std::string topology_admin_path(const std::string &path);
+// Install topology_derive(the admin's file, cut) as path, atomically (temp,
+// fsync, rename, fsync dir), window named in its first line; saves the
+// admin's file first unless it is saved already (never overwritten: a
+// second install derives from it again). An error (bad topology, a cut
+// that leaves a switch childless) leaves path as it was.
+Status topology_install_derived(const std::string &path, const std::set<std::string> &cut,
+                                const std::string &window);
+// Put the admin's file back as path (rename of the saved one; nothing to do
+// when none is saved). Safe to repeat after a crash at any step.
+Status topology_restore_admin(const std::string &path);
 
 } // namespace onramp

@@ -25,13 +25,21 @@
 //                                                  has RewirePlan in force
 //   onramp-rewire [--conf F] release ID            release the jobs held for ID
 //                                                  (marked in AdminComment); their ids
+//   onramp-rewire [--conf F] sync-topology         Slurm 24.05+: the topology.conf
+//                                                  Slurm reads follows the plan (the
+//                                                  active window's derived file, else
+//                                                  the admin's); before 24.05 nothing
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <map>
 #include <set>
 #include <string>
+#include <unistd.h>
 #include <vector>
+
+#include <slurm/slurm_version.h>
 
 #include "atomic_file.hpp"
 #include "config.hpp"
@@ -129,13 +137,51 @@ int cmd_check(const Ctx &c, const std::vector<std::string> &fails)
 	return rc;
 }
 
+// VERSION: from 24.05 the switch table is the topology plugin's own and
+// topology/onramp is not built; stock topology/tree reads topology.conf, so a
+// window's cut is the file onramp derives (README, "Slurm versions"). Before,
+// topology/onramp cuts inside slurmctld from the plan and the file stays the
+// admin's.
+constexpr bool kTreeReadsDerivedFile = SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(24, 5, 0);
+
+// The file Slurm reads becomes the active window's derived file, or the
+// admin's again when no window is active or it cuts nothing. A bad plan
+// fails and changes nothing.
+int cmd_sync_topology(const Ctx &c)
+{
+	if (!kTreeReadsDerivedFile)
+		return 0;
+	const std::string path = topology_path_beside(c.cfg.origin());
+	const Window *w = nullptr;
+	Plan p;
+	// No plan file (none written yet, or removed) is no window.
+	bool no_plan_file = c.cfg.is_set("RewirePlan") &&
+	                    access(c.cfg.str("RewirePlan").c_str(), F_OK) != 0 && errno == ENOENT;
+	if (c.cfg.is_set("RewirePlan") && !no_plan_file) {
+		auto plan = live_plan(c);
+		if (!plan.ok())
+			return fail(plan.status().message());
+		p = plan.value();
+		w = p.active();
+	}
+	std::set<std::string> cut;
+	if (w)
+		cut = window_cut(*w, c.topo, c.fabric.get());
+	Status st =
+	    cut.empty() ? topology_restore_admin(path) : topology_install_derived(path, cut, w->id);
+	if (!st.ok())
+		return fail(st.message());
+	return 0;
+}
+
 int usage(FILE *f)
 {
 	fprintf(
 	    f,
 	    "usage: onramp-rewire [--conf FILE] validate [PLAN] | install PLAN | set ID "
 	    "planned|active|done | stage ID N | status | cut ID [--json] | check [--fail SW...] |\n"
-	    "  derive [LEAF...] | across ID | confirm ID cut|whole | settle | release ID\n");
+	    "  derive [LEAF...] | sync-topology | across ID | confirm ID cut|whole | settle |\n"
+	    "  release ID\n");
 	return f == stdout ? 0 : kBadInput;
 }
 
@@ -195,6 +241,8 @@ int main(int argc, char **argv)
 		fputs(d->c_str(), stdout);
 		return 0;
 	}
+	if (cmd == "sync-topology")
+		return args.empty() ? cmd_sync_topology(c) : usage(stderr);
 	auto plan = live_plan(c);
 	if (!plan.ok())
 		return fail(plan.status().message());

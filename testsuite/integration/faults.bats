@@ -11,9 +11,7 @@ load admission_helpers
 
 setup() {
 	require_cluster
-	if [[ $(scontrol show config | sed -n 's/^TopologyPlugin *= *//p') != topology/onramp ]]; then
-		skip "cluster not started with --topology-plugin topology/onramp"
-	fi
+	onramp_topology || skip "cluster not started with --topology-plugin topology/onramp"
 	cp -p "$ONRAMP_CLUSTER_DIR/etc/onramp.conf" "$BATS_TEST_TMPDIR/onramp.conf.orig"
 }
 

@@ -31,6 +31,29 @@ cluster_param() {
 	sed -n "s/^$1=//p" "$ONRAMP_CLUSTER_DIR/params" 2>/dev/null | tail -n 1
 }
 
+# reexecs: from 23.11 "scontrol reconfigure" re-executes slurmctld: a new
+# process (new pid) takes over when it starts, and the running one resumes
+# when the new one fails to start (README, "Slurm versions").
+reexecs() {
+	local v
+	v=$(scontrol --version | awk '{split($2, a, "."); printf "%d%02d", a[1], a[2]}')
+	((v >= 2311))
+}
+
+# onramp_topology: the cluster was started with --topology-plugin
+# topology/onramp: topology/onramp itself before Slurm 24.05, from 24.05
+# stock topology/tree on the topology.conf onramp manages.
+onramp_topology() {
+	[[ $(cluster_param TOPOLOGY) == topology/onramp ]]
+}
+
+# topology_from_file: Slurm 24.05+'s layout: a window reaches the switch
+# table only through the file "onramp-rewire sync-topology" installs (what
+# onrampctl rewire start/finish runs), not through the plan at reconfigure.
+topology_from_file() {
+	onramp_topology && [[ $(scontrol show config | sed -n 's/^TopologyPlugin *= *//p') == topology/tree ]]
+}
+
 # require_cluster: fail (not skip) when the cluster is not running; call from
 # setup() or setup_file().
 require_cluster() {

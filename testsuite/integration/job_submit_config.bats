@@ -37,14 +37,6 @@ ctld_is_up() {
 	scontrol ping 2>/dev/null | grep -q 'is UP'
 }
 
-# reexecs: from 23.11 "scontrol reconfigure" re-executes slurmctld: a new
-# process (new pid) takes over when it starts, and the running one resumes
-# when the new one fails to start (README, "Slurm versions").
-reexecs() {
-	local v
-	v=$(scontrol --version | awk '{split($2, a, "."); printf "%d%02d", a[1], a[2]}')
-	((v >= 2311))
-}
 
 # reconfigure_expect OFFSET PATTERN [kept|replaced]: scontrol reconfigure,
 # then wait until slurmctld's log gets PATTERN (after OFFSET) while

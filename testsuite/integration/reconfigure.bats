@@ -15,12 +15,11 @@ load admission_helpers
 ETC=$ONRAMP_CLUSTER_DIR/etc
 PLAN=$ETC/rewire-plan.json
 FABRIC=$ETC/fabric.json
+REWIRE=$ONRAMP_REPO/contrib/tools/onramp-rewire
 
 setup() {
 	require_cluster
-	if [[ $(scontrol show config | sed -n 's/^TopologyPlugin *= *//p') != topology/onramp ]]; then
-		skip "cluster not started with --topology-plugin topology/onramp"
-	fi
+	onramp_topology || skip "cluster not started with --topology-plugin topology/onramp"
 	cp -p "$ETC/onramp.conf" "$BATS_TEST_TMPDIR/onramp.conf.orig"
 	cp -p "$SLURM_CONF" "$BATS_TEST_TMPDIR/slurm.conf.orig"
 }
@@ -45,6 +44,7 @@ teardown() {
 	rm -rf "$PLAN" "$FABRIC" "$ETC/onramp.conf"
 	cp -p "$BATS_TEST_TMPDIR/onramp.conf.orig" "$ETC/onramp.conf"
 	cp -p "$BATS_TEST_TMPDIR/slurm.conf.orig" "$SLURM_CONF"
+	! topology_from_file || "$REWIRE" sync-topology || true
 	timeout 30 scontrol reconfigure >/dev/null 2>&1 || true
 }
 
@@ -58,6 +58,27 @@ ctld_answers() {
 # reconfigure: scontrol reconfigure, bounded; fails when slurmctld hangs.
 reconfigure() {
 	timeout 30 scontrol reconfigure
+}
+
+# reconfigure_bad: scontrol reconfigure with a file onramp refuses in place.
+# It returns (slurmctld never hangs); before 23.11 it succeeds (the same
+# process keeps onramp's state in force), from 23.11 the re-executed
+# slurmctld refuses the file, scontrol reports the failure and the running
+# slurmctld resumes with its state.
+reconfigure_bad() {
+	run reconfigure
+	[ "$status" -ne 124 ] || {
+		echo "scontrol reconfigure hung: $output" >&2
+		return 1
+	}
+	if reexecs; then
+		[ "$status" -ne 0 ] || {
+			echo "the re-executed slurmctld took the bad file" >&2
+			return 1
+		}
+	else
+		[ "$status" -eq 0 ]
+	fi
 }
 
 # with_window: onramp.conf with RewirePlan and FabricFile, window w1 on
@@ -74,6 +95,9 @@ EOF
 EOF
 	grep -q '^RewirePlan=' "$ETC/onramp.conf" || echo "RewirePlan=$PLAN" >>"$ETC/onramp.conf"
 	grep -q '^FabricFile=' "$ETC/onramp.conf" || echo "FabricFile=$FABRIC" >>"$ETC/onramp.conf"
+	# Slurm 24.05+: what onrampctl rewire start does to the topology.conf
+	# topology/tree reads (topology/onramp reads the plan at reconfigure).
+	! topology_from_file || "$REWIRE" sync-topology
 	reconfigure
 	# In force in topology/onramp and in job_submit/onramp (whose watcher
 	# reloads within a second).
@@ -81,7 +105,8 @@ EOF
 }
 
 spine_nodes() {
-	timeout 15 scontrol show topology spine1 | tr ' ' '\n' | sed -n 's/^Nodes=//p'
+	# The whole table: from 25.05 "show topology NAME" names a topology.
+	timeout 15 scontrol show topology | grep '^SwitchName=spine1 ' | tr ' ' '\n' | sed -n 's/^Nodes=//p'
 }
 
 # window_kept: the topology still cuts leaf2, and job_submit still holds a
@@ -171,7 +196,7 @@ big_plan() {
 	local off
 	off=$(log_offset "$ONRAMP_CTLD_LOG")
 	spoil "$ETC/onramp.conf" fifo
-	reconfigure
+	reconfigure_bad
 	ctld_answers
 	local j
 	j=$(submit -o /dev/null --wrap true)
@@ -193,8 +218,8 @@ big_plan() {
 		for kind in fifo directory symlink-loop missing truncated binary huge-line overflow; do
 			off=$(log_offset "$ONRAMP_CTLD_LOG")
 			spoil "$file" "$kind"
-			reconfigure || {
-				echo "reconfigure hung with $kind in place of $file" >&2
+			reconfigure_bad || {
+				echo "with $kind in place of $file" >&2
 				return 1
 			}
 			ctld_answers
@@ -202,8 +227,24 @@ big_plan() {
 				echo "the window was dropped with $kind in place of $file" >&2
 				return 1
 			}
-			wait_for 20 "topology/onramp logging why ($kind $file)" \
-				log_since_has "$ONRAMP_CTLD_LOG" "$off" "topology/onramp: .*keeping the switch table in force"
+			if topology_from_file; then
+				# Slurm 24.05+: tree reads only the derived file,
+				# which sync-topology refuses to change from a
+				# spoiled file (a missing plan is no plan: it
+				# would put the admin's file back).
+				if [[ $kind != missing || $file != "$PLAN" ]]; then
+					cp "$ETC/topology.conf" "$BATS_TEST_TMPDIR/derived"
+					run timeout 30 "$REWIRE" sync-topology
+					[ "$status" -eq 2 ] || {
+						echo "sync-topology with $kind in place of $file: $status $output" >&2
+						return 1
+					}
+					cmp "$ETC/topology.conf" "$BATS_TEST_TMPDIR/derived"
+				fi
+			else
+				wait_for 20 "topology/onramp logging why ($kind $file)" \
+					log_since_has "$ONRAMP_CTLD_LOG" "$off" "topology/onramp: .*keeping the switch table in force"
+			fi
 			# Put the good file back before the next kind.
 			rm -rf "$file"
 			cp -p "$BATS_TEST_TMPDIR/onramp.conf.orig" "$ETC/onramp.conf"
@@ -218,7 +259,7 @@ big_plan() {
 	off=$(log_offset "$ONRAMP_CTLD_LOG")
 	spoil "$FABRIC" directory
 	line=$(grep -n '^FabricFile=' "$ETC/onramp.conf" | cut -d: -f1)
-	reconfigure
+	reconfigure_bad
 	wait_for 20 "the key and line in the log" log_since_has "$ONRAMP_CTLD_LOG" "$off" \
 		"FabricFile \(.*onramp\.conf:$line\): .*fabric\.json: not a regular file"
 }
@@ -238,7 +279,7 @@ restart_slurmd() {
 	wait_for 60 "$node idle and admitted" admitted_idle "$node"
 	with_window
 	spoil "$PLAN" truncated
-	reconfigure
+	reconfigure_bad
 	off=$(log_offset "$ONRAMP_CLUSTER_DIR/log/slurmd-$node.log")
 	restart_slurmd "$node"
 	wait_for 30 "$node re-registered" log_since_has "$ONRAMP_CLUSTER_DIR/log/slurmd-$node.log" "$off" \
@@ -260,13 +301,15 @@ restart_slurmd() {
 }
 
 @test "onramp-cluster stop ends onramp processes left on the cluster; start on a stopped cluster directory starts it again" {
-	local dir base
+	local dir base slurm
 	dir=$(mktemp -d /tmp/onramp-restart.XXXXXX)
 	chmod 755 "$dir"
 	echo "$dir" >"$BATS_TEST_TMPDIR/second-cluster"
 	base=$(free_port_base 6)
 	export ONRAMP_CTLD_PORT=$base ONRAMP_SLURMD_PORT_BASE=$((base + 2)) ONRAMP_ADMIT_AT_START=no
-	"$ONRAMP_CLUSTER_TOOL" start --dir "$dir" --nodes 2 --racks 1 >/dev/null
+	# The Slurm the shared cluster runs (--slurm PREFIX), else the installed one.
+	slurm=$(cluster_param SLURM)
+	"$ONRAMP_CLUSTER_TOOL" start --dir "$dir" ${slurm:+--slurm "$slurm"} --nodes 2 --racks 1 >/dev/null
 	# An onramp process a test left talking to that cluster (its
 	# SLURM_CONF) is stopped with it; one of another cluster is not.
 	cp /bin/sleep "$BATS_TEST_TMPDIR/onramp-linger"

@@ -191,6 +191,72 @@ static void derived_file_builds_the_cut_table(void **)
 	    "switch spine: the cut leaves every child switch it has");
 }
 
+static ino_t inode_of(const std::string &path)
+{
+	struct stat sb;
+	assert_int_equal(lstat(path.c_str(), &sb), 0);
+	return sb.st_ino;
+}
+
+// Slurm 24.05+: the file tree reads is the window's derived one while the
+// admin's stays, the same inode and mode, beside it; every reader of onramp
+// reads the admin's; restore puts that inode back.
+static void installed_derived_file_keeps_the_admins_and_restore_puts_it_back(void **)
+{
+	std::string dir = unit_tmpdir(), path = dir + "/topology.conf";
+	std::string saved = topology_saved_path(path);
+	assert_true(write_file_atomic(path, kTopo, 0640).ok());
+	ino_t admin = inode_of(path);
+	assert_string_equal(topology_admin_path(path).c_str(), path.c_str());
+
+	assert_true(topology_install_derived(path, {"leaf2"}, "w1").ok());
+	assert_string_equal(topology_admin_path(path).c_str(), saved.c_str());
+	assert_int_equal(inode_of(saved), admin);
+	assert_string_equal(read_file(saved)->c_str(), kTopo);
+	std::string derived = read_file(path).value();
+	assert_contains(derived,
+	                ("# onramp rewire window w1; the admin's file is " + saved).c_str());
+	assert_contains(derived, "SwitchName=spine Switches=leaf[1,3-4]\n");
+	struct stat sb;
+	assert_int_equal(stat(path.c_str(), &sb), 0);
+	assert_int_equal(sb.st_mode & 07777, 0640);
+
+	// A second window derives from the admin's file, not from the cut one.
+	assert_true(topology_install_derived(path, {"leaf3"}, "w2").ok());
+	assert_int_equal(inode_of(saved), admin);
+	assert_contains(read_file(path).value(), "SwitchName=spine Switches=leaf[1-2,4]\n");
+
+	assert_true(topology_restore_admin(path).ok());
+	assert_int_equal(inode_of(path), admin);
+	assert_string_equal(read_file(path)->c_str(), kTopo);
+	assert_int_equal(access(saved.c_str(), F_OK), -1);
+	assert_true(topology_restore_admin(path).ok());
+	assert_string_equal(read_file(path)->c_str(), kTopo);
+}
+
+// A cut tree would refuse changes nothing Slurm reads; the admin's file,
+// already kept under its second name (as after a crash right after the
+// link), is restored by dropping that name.
+static void refused_derived_file_changes_nothing(void **)
+{
+	std::string dir = unit_tmpdir(), path = dir + "/topology.conf";
+	assert_true(write_file_atomic(path, kTopo, 0644).ok());
+	ino_t admin = inode_of(path);
+	Status st = topology_install_derived(path, {"leaf1", "leaf2", "leaf3", "leaf4"}, "w1");
+	assert_false(st.ok());
+	assert_contains(st.message(), "the cut leaves every child switch it has");
+	assert_int_equal(inode_of(path), admin);
+	assert_int_equal(inode_of(topology_saved_path(path)), admin);
+	assert_true(topology_restore_admin(path).ok());
+	assert_int_equal(inode_of(path), admin);
+	assert_int_equal(access(topology_saved_path(path).c_str(), F_OK), -1);
+	assert_string_equal(read_file(path)->c_str(), kTopo);
+	// No admin's file at all: named, nothing written.
+	st = topology_install_derived(dir + "/none.conf", {"leaf2"}, "w1");
+	assert_contains(st.message(), "none.conf");
+	assert_int_equal(access((dir + "/none.conf").c_str(), F_OK), -1);
+}
+
 static void fabric_errors_name_file_and_field(void **)
 {
 	TopologyConf topo = topo4();
@@ -545,6 +611,26 @@ static void job_submit_starts_with_a_bad_plan_and_keeps_the_last_good_one(void *
 	assert_true(write_file_atomic(d.plan, "{").ok());
 	onramp_ctx_t *ctx = onramp_ctx_create(d.conf.c_str(), "test", err, sizeof err);
 	assert_non_null(ctx);
+	onramp_ctx_destroy(ctx);
+	// Unless this is slurmctld re-executed by a reconfigure (23.11+): it
+	// fails, naming the plan, and the running slurmctld keeps its policy.
+	setenv("SLURMCTLD_RECONF", "1", 1);
+	assert_null(onramp_ctx_create(d.conf.c_str(), "test", err, sizeof err));
+	assert_non_null(strstr(err, d.plan.c_str()));
+	// There a plan file gone is no window, unless a window's derived
+	// topology.conf is installed (24.05+): then it fails too.
+	unlink(d.plan.c_str());
+	ctx = onramp_ctx_create(d.conf.c_str(), "test", err, sizeof err);
+	assert_non_null(ctx);
+	onramp_ctx_destroy(ctx);
+	assert_true(topology_install_derived(d.topo, {"leaf2"}, "w1").ok());
+	assert_null(onramp_ctx_create(d.conf.c_str(), "test", err, sizeof err));
+	assert_non_null(strstr(err, "missing while a rewire window is in force"));
+	assert_true(topology_restore_admin(d.topo).ok());
+	assert_true(write_file_atomic(d.plan, "{").ok());
+	unsetenv("SLURMCTLD_RECONF");
+	ctx = onramp_ctx_create(d.conf.c_str(), "test", err, sizeof err);
+	assert_non_null(ctx);
 	// A good one is taken at reload; then a plan gone or unusable is not.
 	d.good_plan();
 	assert_int_equal(onramp_ctx_reload(ctx), 0);
@@ -615,6 +701,8 @@ int main(void)
 	    cmocka_unit_test(table_as_tree_builds_it),
 	    cmocka_unit_test(cut_rule),
 	    cmocka_unit_test(derived_file_builds_the_cut_table),
+	    cmocka_unit_test(installed_derived_file_keeps_the_admins_and_restore_puts_it_back),
+	    cmocka_unit_test(refused_derived_file_changes_nothing),
 	    cmocka_unit_test(fabric_errors_name_file_and_field),
 	    cmocka_unit_test(plan_validation),
 	    cmocka_unit_test(a_long_plan_history_validates_in_linear_time),
