@@ -278,7 +278,8 @@ EOP
 	# not mark it (its user releases it).
 	u4=$(as_user sbatch --parsable --hold -N7 -o /dev/null --wrap 'sleep 1')
 	sleep 2
-	scontrol show job "$j" | grep -qxF "   AdminComment=$mark "
+	# (22.05 prints a space after the field, 26.05 does not)
+	scontrol show job "$j" | grep -qx " *AdminComment=$mark *"
 	for u in "$u1" "$u2" "$u3" "$u4"; do
 		! scontrol show job "$u" | grep -q "^ *AdminComment=onramp"
 	done
