@@ -15,13 +15,13 @@ Parser &Parser::value(const std::string &name, std::string *out)
 
 Parser &Parser::value(const std::string &name, std::function<Status(const std::string &)> set)
 {
-	opts_.push_back(Option{name, true, std::move(set)});
+	opts_.push_back(Option{name, true, 0, std::move(set)});
 	return *this;
 }
 
-Parser &Parser::flag(const std::string &name, bool *out)
+Parser &Parser::flag(const std::string &name, bool *out, char short_name)
 {
-	opts_.push_back(Option{name, false, [out](const std::string &) {
+	opts_.push_back(Option{name, false, short_name, [out](const std::string &) {
 		                       *out = true;
 		                       return Status::Ok();
 	                       }});
@@ -40,10 +40,30 @@ Status Parser::parse(int argc, char **argv, std::vector<std::string> *rest) cons
 	longopts.push_back({nullptr, 0, nullptr, 0});
 	// "-": non-options are returned in order (as val 1), so nothing is
 	// permuted; ":": a missing value is reported as ':', not printed.
+	std::string shorts = "-:";
+	for (const Option &o : opts_)
+		if (o.short_name)
+			shorts += o.short_name;
 	opterr = 0;
 	optind = 0; // glibc: start afresh (also after an earlier parse)
-	int c;
-	while ((c = getopt_long(argc, argv, "-:", longopts.data(), nullptr)) != -1) {
+	int c, at = 1;
+	while ((c = getopt_long(argc, argv, shorts.c_str(), longopts.data(), nullptr)) != -1) {
+		// Nothing is permuted, so the word getopt just read starts at
+		// argv[at]; "--gen" must not stand for "--generation".
+		const char *word = at < argc ? argv[at] : "";
+		at = optind;
+		if (c >= kBase && static_cast<size_t>(c - kBase) < opts_.size() && word[0] == '-' &&
+		    word[1] == '-') {
+			const std::string &name = opts_[static_cast<size_t>(c - kBase)].name;
+			std::string spelled(word + 2);
+			if (spelled.substr(0, spelled.find('=')) != name)
+				return Status::Error(std::string("unknown option '") + word + "'");
+		}
+		if (c != 1 && c != ':' && c < kBase) {
+			for (size_t i = 0; i < opts_.size(); i++)
+				if (opts_[i].short_name && c == opts_[i].short_name)
+					c = kBase + static_cast<int>(i);
+		}
 		if (c == 1) {
 			if (!rest)
 				return Status::Error(std::string("unexpected argument '") + optarg +
@@ -59,10 +79,11 @@ Status Parser::parse(int argc, char **argv, std::vector<std::string> *rest) cons
 			return Status::Error("--" + name + " needs a value");
 		}
 		if (c < kBase || static_cast<size_t>(c - kBase) >= opts_.size())
-			return Status::Error(std::string("unknown option '") + argv[optind - 1] +
-			                     "'");
+			return Status::Error(std::string("unknown option '") + word + "'");
 		const Option &o = opts_[static_cast<size_t>(c - kBase)];
 		Status st = o.set(optarg ? optarg : "");
+		if (!st.ok() && st.message().rfind("--" + o.name, 0) == 0)
+			return st; // it names the option already
 		if (!st.ok())
 			return Status::Error("--" + o.name + ": " + st.message());
 	}

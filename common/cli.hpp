@@ -19,14 +19,20 @@ public:
 	// --name VALUE: the value is stored in *out (the last one given wins).
 	Parser &value(const std::string &name, std::string *out);
 	// --name VALUE handed to set; an error it returns ends the parse,
-	// prefixed with the option's name.
+	// prefixed with the option's name (unless it starts with "--name").
 	Parser &value(const std::string &name, std::function<Status(const std::string &)> set);
-	// --name: sets *out.
-	Parser &flag(const std::string &name, bool *out);
+	// --name (or -SHORT when short_name is given, e.g. 'h' for --help):
+	// sets *out.
+	Parser &flag(const std::string &name, bool *out, char short_name = 0);
 
 	// Parse argv[1..argc) (argv[0] is the program, or a subcommand when a
 	// tool passes argv + 1). Arguments that are not options, and all after
 	// "--", are appended to *rest; without rest they are an error.
+	// Options may come before, between and after the arguments (a tool's
+	// "--conf F sub ARGS" and "sub ARGS --conf F" alike); a value option
+	// given twice reaches its setter twice, in order. Names must be
+	// spelled in full: getopt_long's unique-prefix abbreviations
+	// ("--gen" for "--generation") are refused, as the tools always did.
 	// Not thread-safe (getopt's globals); call it from main.
 	Status parse(int argc, char **argv, std::vector<std::string> *rest = nullptr) const;
 
@@ -34,6 +40,7 @@ private:
 	struct Option {
 		std::string name;
 		bool takes_value = false;
+		char short_name = 0;
 		std::function<Status(const std::string &)> set;
 	};
 	std::vector<Option> opts_;

@@ -6,12 +6,13 @@
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
-#include <getopt.h>
 #include <pwd.h>
 #include <sys/file.h>
 #include <unistd.h>
+#include <vector>
 
 #include "admit/orchestrate.hpp"
+#include "cli.hpp"
 #include "config.hpp"
 #include "hostlist.hpp"
 #include "json.hpp"
@@ -70,54 +71,39 @@ Json outcome_json(const NodeOutcome &n)
 int orchestrate_main(int argc, char **argv)
 {
 	log_set_program("onrampctl");
-	static const struct option longopts[] = {
-	    {"conf", required_argument, nullptr, 'c'},
-	    {"timeout", required_argument, nullptr, 't'},
-	    {"no-wait", no_argument, nullptr, 'W'},
-	    {"json", no_argument, nullptr, 'j'},
-	    {"job-program", required_argument, nullptr, 'J'},
-	    {"help", no_argument, nullptr, 'h'},
-	    {nullptr, 0, nullptr, 0},
-	};
 	OrchestrateOptions o;
 	std::string conf = default_conf_path();
-	bool json = false;
-	optind = 1;
-	int ch;
-	while ((ch = getopt_long(argc, argv, "", longopts, nullptr)) != -1) {
-		switch (ch) {
-		case 'c':
-			conf = optarg;
-			break;
-		case 't': {
-			auto v = parse_int(optarg, 1, INT_MAX / 2);
-			if (!v.ok()) {
-				log_error("admit: --timeout must be a positive number of seconds");
-				return 1;
-			}
-			o.timeout_s = static_cast<int>(v.value());
-			break;
-		}
-		case 'W':
-			o.wait = false;
-			break;
-		case 'j':
-			json = true;
-			break;
-		case 'J':
-			o.job_program = optarg;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
+	bool json = false, no_wait = false, help = false, bad_timeout = false;
+	cli::Parser opts;
+	opts.value("conf", &conf).value("job-program", &o.job_program);
+	opts.flag("no-wait", &no_wait).flag("json", &json).flag("help", &help);
+	opts.value("timeout", [&](const std::string &v) {
+		auto t = parse_int(v, 1, INT_MAX / 2);
+		if (t.ok())
+			o.timeout_s = static_cast<int>(t.value());
+		bad_timeout = !t.ok();
+		return t.status();
+	});
+	std::vector<std::string> hostlists;
+	Status parsed = opts.parse(argc, argv, &hostlists);
+	if (bad_timeout) {
+		log_error("admit: --timeout must be a positive number of seconds");
+		return 1;
 	}
-	if (optind != argc - 1 || o.job_program.empty()) {
-		log_error(optind >= argc ? "admit: no nodes given"
-		                         : "admit: give one hostlist and --job-program");
+	if (!parsed.ok()) {
+		log_error("%s", parsed.message().c_str());
+		usage(stderr);
+		return 2;
+	}
+	if (help) {
+		usage(stdout);
+		return 0;
+	}
+	if (no_wait)
+		o.wait = false;
+	if (hostlists.size() != 1 || o.job_program.empty()) {
+		log_error(hostlists.empty() ? "admit: no nodes given"
+		                            : "admit: give one hostlist and --job-program");
 		return 1;
 	}
 	auto cfg = Config::load(conf);
@@ -136,7 +122,7 @@ int orchestrate_main(int argc, char **argv)
 		o.job_options.push_back("--gres=" + cfg->str("AdmissionGres"));
 
 	slurm::SlurmClient &c = slurm::default_client();
-	auto nodes = known_nodes(c, argv[optind]);
+	auto nodes = known_nodes(c, hostlists[0]);
 	if (!nodes.ok()) {
 		log_error("%s", nodes.status().message().c_str());
 		return 1;

@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <getopt.h>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -14,6 +13,7 @@
 #include "admit/pair.hpp"
 #include "admit/record.hpp"
 #include "atomic_file.hpp"
+#include "cli.hpp"
 #include "config.hpp"
 #include "fleet/diagnose.hpp"
 #include "hostlist.hpp"
@@ -173,77 +173,36 @@ int main(int argc, char **argv)
 		o.mode = argv[1];
 		first = 2;
 	}
-	static const struct option longopts[] = {
-	    {"conf", required_argument, nullptr, 'c'},
-	    {"node", required_argument, nullptr, 'n'},
-	    {"checks", required_argument, nullptr, 'k'},
-	    {"peers", required_argument, nullptr, 'P'},
-	    {"peer", required_argument, nullptr, 'p'},
-	    {"record", no_argument, nullptr, 'r'},
-	    {"json-only", no_argument, nullptr, 'j'},
-	    {"reason-file", required_argument, nullptr, 'F'},
-	    {"reregister", no_argument, nullptr, 'G'},
-	    {"rendezvous", required_argument, nullptr, 'z'},
-	    {"rank", required_argument, nullptr, 'R'},
-	    {"device", required_argument, nullptr, 'd'},
-	    {"help", no_argument, nullptr, 'h'},
-	    {nullptr, 0, nullptr, 0},
+	bool help = false;
+	cli::Parser opts;
+	opts.value("conf", &o.conf).value("node", &o.node).value("checks", &o.checks);
+	opts.value("reason-file", &o.reason_file).value("rendezvous", &o.rendezvous);
+	opts.flag("record", &o.record).flag("json-only", &o.json_only);
+	opts.flag("reregister", &o.reregister).flag("help", &help);
+	// --peer NODE and --peers HOSTLIST, as often as wanted: one list.
+	auto add_peers = [&o](const std::string &v) {
+		o.peers += (o.peers.empty() ? "" : ",") + v;
+		return Status::Ok();
 	};
-	optind = first;
-	int c;
-	while ((c = getopt_long(argc, argv, "", longopts, nullptr)) != -1) {
-		switch (c) {
-		case 'c':
-			o.conf = optarg;
-			break;
-		case 'n':
-			o.node = optarg;
-			break;
-		case 'k':
-			o.checks = optarg;
-			break;
-		case 'P':
-		case 'p':
-			o.peers += (o.peers.empty() ? "" : ",") + std::string(optarg);
-			break;
-		case 'r':
-			o.record = true;
-			break;
-		case 'j':
-			o.json_only = true;
-			break;
-		case 'F':
-			o.reason_file = optarg;
-			break;
-		case 'G':
-			o.reregister = true;
-			break;
-		case 'z':
-			o.rendezvous = optarg;
-			break;
-		case 'R':
-		case 'd': {
-			auto v = parse_int(optarg, 0, c == 'R' ? 1 : 1023);
-			if (!v.ok()) {
-				log_error("--%s: %s", c == 'R' ? "rank" : "device",
-				          v.status().message().c_str());
-				return kExitUnjudged;
-			}
-			(c == 'R' ? o.rank : o.device) = static_cast<int>(v.value());
-			break;
-		}
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return kExitUnjudged;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "%s: unexpected argument '%s'\n", kProg, argv[optind]);
+	opts.value("peers", add_peers).value("peer", add_peers);
+	auto integer = [](int *out, int max) {
+		return [=](const std::string &v) {
+			auto r = parse_int(v, 0, max);
+			if (r.ok())
+				*out = static_cast<int>(r.value());
+			return r.status();
+		};
+	};
+	opts.value("rank", integer(&o.rank, 1)).value("device", integer(&o.device, 1023));
+	Status parsed = opts.parse(argc - (first - 1), argv + (first - 1));
+	if (!parsed.ok()) {
+		log_error("%s", parsed.message().c_str());
 		usage(stderr);
 		return kExitUnjudged;
+	}
+	if (help) {
+		usage(stdout);
+		return 0;
 	}
 	if (o.conf.empty())
 		o.conf = default_conf_path();

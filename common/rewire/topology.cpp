@@ -485,6 +485,15 @@ Result<SwitchTable> build_switch_table(const TopologyConf &conf,
 	return t;
 }
 
+std::map<std::string, std::string> topology_leaf_nodes(const TopologyConf &conf)
+{
+	std::map<std::string, std::string> m;
+	for (const auto &s : conf.switches)
+		if (!s.nodes.empty())
+			m[s.name] = s.nodes;
+	return m;
+}
+
 Result<std::string> topology_derive(const TopologyConf &conf, const std::set<std::string> &cut)
 {
 	for (const auto &l : cut) {

@@ -84,6 +84,9 @@ Result<std::map<std::string, std::string>> topology_leaf_of(const TopologyConf &
 // children; the text is parsed and built again before it is returned.
 Result<std::string> topology_derive(const TopologyConf &conf, const std::set<std::string> &cut);
 
+// The Nodes= hostlist of each leaf switch, by switch name.
+std::map<std::string, std::string> topology_leaf_nodes(const TopologyConf &conf);
+
 class Config;
 // Where the admin's topology.conf is, for every reader (topology/onramp, the
 // rewire and campaign tools, the exporter): topology_admin_path() of

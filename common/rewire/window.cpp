@@ -11,6 +11,7 @@
 #include "hostlist.hpp"
 #include "json.hpp"
 #include "log.hpp"
+#include "number.hpp"
 
 namespace onramp {
 
@@ -106,6 +107,16 @@ const char *window_state_name(WindowState s)
 	return "?";
 }
 
+bool window_state_parse(const std::string &name, WindowState *out)
+{
+	for (WindowState s : {WindowState::Planned, WindowState::Active, WindowState::Done})
+		if (name == window_state_name(s)) {
+			*out = s;
+			return true;
+		}
+	return false;
+}
+
 Result<time_t> parse_utc(const std::string &s)
 {
 	struct tm tm;
@@ -123,6 +134,47 @@ std::string format_utc(time_t t)
 	char buf[32];
 	strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	return buf;
+}
+
+Status window_set_stage(Window *w, const std::string &index)
+{
+	auto n = parse_int(index, 0, static_cast<int64_t>(w->stages.size()) - 1);
+	if (!n.ok())
+		return Status::Error(
+		    strprintf("stage '%s' is not an index of window %s's %zu stages", index.c_str(),
+		              w->id.c_str(), w->stages.size()));
+	w->stage = static_cast<int>(n.value());
+	return Status::Ok();
+}
+
+std::string window_status_line(const Window &w)
+{
+	return strprintf("%s %s stage=%d%% leaves=%s start=%s end=%s reason=%s", w.id.c_str(),
+	                 window_state_name(w.state),
+	                 w.stages.empty() ? 0 : w.stages[static_cast<size_t>(w.stage)],
+	                 hostlist_compress(w.leaves).c_str(), format_utc(w.start).c_str(),
+	                 format_utc(w.end).c_str(), w.reason.c_str());
+}
+
+Status topology_sync_with_plan(const Config &cfg, const TopologyConf &topo, const Fabric *fabric,
+                               const std::string &path)
+{
+	const bool has_plan = cfg.is_set("RewirePlan");
+	const std::string plan_path = has_plan ? cfg.str("RewirePlan") : "";
+	std::set<std::string> cut;
+	Plan p;
+	const Window *w = nullptr;
+	if (has_plan && !(access(plan_path.c_str(), F_OK) != 0 && errno == ENOENT)) {
+		auto plan = plan_load(plan_path, topo, fabric);
+		if (!plan.ok())
+			return plan.status();
+		p = plan.value();
+		w = p.active();
+	}
+	if (w)
+		cut = window_cut(*w, topo, fabric);
+	return cut.empty() ? topology_restore_admin(path)
+	                   : topology_install_derived(path, cut, w->id);
 }
 
 const Window *Plan::active() const
@@ -357,13 +409,7 @@ Result<Plan> plan_parse(const std::string &text, const std::string &origin,
 		}
 		w.start = ts.value();
 		w.end = te.value();
-		if (state == "planned")
-			w.state = WindowState::Planned;
-		else if (state == "active")
-			w.state = WindowState::Active;
-		else if (state == "done")
-			w.state = WindowState::Done;
-		else {
+		if (!window_state_parse(state, &w.state)) {
 			r.error(JsonReader::join(p, "state"),
 			        "'" + state + "' is not one of planned, active, done");
 			break;

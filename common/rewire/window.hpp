@@ -44,6 +44,8 @@ Result<Fabric> fabric_load(const std::string &path, const TopologyConf &topo);
 
 enum class WindowState { Planned, Active, Done };
 const char *window_state_name(WindowState s);
+// "planned", "active" or "done" into *out; false for anything else.
+bool window_state_parse(const std::string &name, WindowState *out);
 
 struct Window {
 	std::string id, reason;
@@ -88,6 +90,22 @@ std::vector<std::string> fault_spines(const TopologyConf &topo, const Fabric *fa
 // whose every uplink failed.
 std::vector<std::string> leaves_cut_by(const TopologyConf &topo, const Fabric *fabric,
                                        const std::set<std::string> &failed);
+
+// "onrampctl rewire stage ID N": N must index w's stages; an error names
+// the window and its stage count.
+Status window_set_stage(Window *w, const std::string &index);
+
+// One line of "onrampctl rewire status" (no newline): "ID STATE
+// stage=N% leaves=HOSTLIST start=UTC end=UTC reason=TEXT".
+std::string window_status_line(const Window &w);
+
+// Slurm 24.05+ (stock topology/tree reads topology.conf): make the file
+// Slurm reads (path) follow cfg's RewirePlan: the active window's derived
+// file, else the admin's own (no window active, one that cuts nothing, no
+// RewirePlan, or no plan file: none written yet, or removed). A bad plan
+// fails and changes nothing.
+Status topology_sync_with_plan(const Config &cfg, const TopologyConf &topo, const Fabric *fabric,
+                               const std::string &path);
 
 // Parse "2026-11-29T10:00:00Z" (UTC); and back.
 Result<time_t> parse_utc(const std::string &s);

@@ -20,6 +20,7 @@
 #include <string>
 
 #include "atomic_file.hpp"
+#include "cli.hpp"
 #include "campaign/driver.hpp"
 #include "campaign/report.hpp"
 #include "config.hpp"
@@ -56,27 +57,29 @@ int fail(const Status &st)
 int cmd_simulate(int argc, char **argv)
 {
 	SimParams p;
-	bool json = false;
-	for (int i = 0; i < argc; i++) {
-		std::string o = argv[i];
-		if (o == "-h" || o == "--help") {
-			printf("usage: onrampctl simulate --nodes N --racks R [--wave-fraction F] "
-			       "[--min-pass-rate R]\n"
-			       "         [--reboot-minutes DIST] [--test-minutes DIST] "
-			       "[--failure-rate P]\n"
-			       "         [--boot-timeout S] [--fix-minutes M] [--seed S] [--json]\n"
-			       "DIST: C | const(C) | normal(MEAN,SD) | uniform(A,B), in minutes\n");
-			return kOk;
-		}
-		if (o == "--json") {
-			json = true;
-			continue;
-		}
-		if (i + 1 >= argc)
-			return refuse(o + " needs a value");
-		Status st = set_sim_option(&p, o, argv[++i]);
-		if (!st.ok())
-			return refuse(st.message());
+	bool json = false, help = false;
+	cli::Parser opts;
+	opts.flag("json", &json).flag("help", &help, 'h');
+	for (const char *o : {"nodes", "racks", "wave-fraction", "fraction", "min-pass-rate",
+	                      "min-pass", "failure-rate", "boot-timeout", "fix-minutes", "seed",
+	                      "reboot-minutes", "test-minutes"})
+		opts.value(o, [&p, o](const std::string &v) {
+			return set_sim_option(&p, std::string("--") + o, v);
+		});
+	std::vector<std::string> rest;
+	Status parsed = opts.parse(argc, argv, &rest); // argv[0]: "simulate"
+	if (parsed.ok() && !rest.empty())
+		parsed = Status::Error("simulate: unknown option '" + rest[0] + "'");
+	if (!parsed.ok())
+		return refuse(parsed.message());
+	if (help) {
+		printf("usage: onrampctl simulate --nodes N --racks R [--wave-fraction F] "
+		       "[--min-pass-rate R]\n"
+		       "         [--reboot-minutes DIST] [--test-minutes DIST] "
+		       "[--failure-rate P]\n"
+		       "         [--boot-timeout S] [--fix-minutes M] [--seed S] [--json]\n"
+		       "DIST: C | const(C) | normal(MEAN,SD) | uniform(A,B), in minutes\n");
+		return kOk;
 	}
 	if (p.nodes == 0 || p.racks == 0)
 		return refuse("simulate: --nodes and --racks are required (positive integers)");
@@ -188,64 +191,55 @@ int main(int argc, char **argv)
 {
 	log_set_program("onramp-campaign");
 	if (argc > 1 && strcmp(argv[1], "simulate") == 0)
-		return cmd_simulate(argc - 2, argv + 2);
+		return cmd_simulate(argc - 1, argv + 1);
 	Args a;
 	a.conf = default_conf_path();
-	// clang-format off
-	std::map<std::string, std::string *> strs = {
-	    {"--conf", &a.conf}, {"--db", &a.db}, {"--topology", &a.report.topology},
-	    {"--id", &a.id}, {"--nodes", &a.nodes},
-	    {"--exporter", &a.report.exporter}, {"--onrampctl", &a.onrampctl},
-	    {"--admit", &a.admit}, {"--smoke-job", &a.smoke_job}};
-	// clang-format on
+	bool live = false, help = false;
+	cli::Parser opts;
+	opts.value("conf", &a.conf).value("db", &a.db).value("topology", &a.report.topology);
+	opts.value("id", &a.id).value("nodes", &a.nodes).value("exporter", &a.report.exporter);
+	opts.value("onrampctl", &a.onrampctl).value("admit", &a.admit);
+	opts.value("smoke-job", &a.smoke_job);
+	opts.flag("json", &a.json).flag("live", &live).flag("help", &help, 'h');
 	// Strict numbers: "--wave 1.9" or "--budget 12abc" are refused, never
 	// truncated to another number.
-	std::map<std::string, std::pair<int64_t *, int64_t>> ints = {
-	    {"--boot-timeout", {&a.boot_timeout, INT64_MIN}},
-	    {"--budget", {&a.report.budget, INT64_MIN}},
-	    {"--admit-timeout", {&a.admit_timeout, 1}},
-	    {"--kick-after", {&a.kick_after, 0}}};
-	std::map<std::string, double *> nums = {
-	    {"--fraction", &a.fraction}, {"--min-pass", &a.min_pass}, {"--poll", &a.poll}};
-	for (int i = 1; i < argc; i++) {
-		std::string o = argv[i];
-		if (o == "--json") {
-			a.json = true;
-			continue;
-		}
-		if (o == "--live") {
-			a.report.slurm = &slurm::default_client();
-			continue;
-		}
-		if (o == "-h" || o == "--help")
-			return usage(stdout);
-		const bool takes = strs.count(o) || ints.count(o) || nums.count(o) || o == "--wave";
-		if (takes && i + 1 >= argc)
-			return refuse(o + " needs a value");
-		if (strs.count(o)) {
-			*strs[o] = argv[++i];
-		} else if (ints.count(o) || o == "--wave") {
-			int64_t lo = o == "--wave" ? 0 : ints[o].second;
-			auto r = parse_int(argv[++i], lo, o == "--wave" ? INT32_MAX : INT64_MAX);
-			if (!r.ok())
-				return refuse(o + ": " + r.status().message());
-			if (o == "--wave")
-				a.wave = static_cast<int>(r.value());
-			else
-				*ints[o].first = r.value();
-		} else if (nums.count(o)) {
-			auto r = parse_number(argv[++i]);
-			if (!r.ok())
-				return refuse(o + ": " + r.status().message());
-			*nums[o] = r.value();
-		} else if (!o.empty() && o[0] == '-') {
-			return refuse("unknown option '" + o + "'");
-		} else if (a.cmd.empty()) {
-			a.cmd = o;
-		} else {
-			return refuse("unexpected argument '" + o + "'");
-		}
-	}
+	auto integer = [](int64_t *out, int64_t lo, int64_t hi) {
+		return [=](const std::string &v) {
+			auto r = parse_int(v, lo, hi);
+			if (r.ok())
+				*out = r.value();
+			return r.status();
+		};
+	};
+	auto number = [](double *out) {
+		return [=](const std::string &v) {
+			auto r = parse_number(v);
+			if (r.ok())
+				*out = r.value();
+			return r.status();
+		};
+	};
+	int64_t wave = a.wave;
+	opts.value("boot-timeout", integer(&a.boot_timeout, INT64_MIN, INT64_MAX));
+	opts.value("budget", integer(&a.report.budget, INT64_MIN, INT64_MAX));
+	opts.value("admit-timeout", integer(&a.admit_timeout, 1, INT64_MAX));
+	opts.value("kick-after", integer(&a.kick_after, 0, INT64_MAX));
+	opts.value("wave", integer(&wave, 0, INT32_MAX));
+	opts.value("fraction", number(&a.fraction)).value("min-pass", number(&a.min_pass));
+	opts.value("poll", number(&a.poll));
+	std::vector<std::string> rest;
+	Status parsed = opts.parse(argc, argv, &rest);
+	if (!parsed.ok())
+		return refuse(parsed.message());
+	if (help)
+		return usage(stdout);
+	if (rest.size() > 1)
+		return refuse("unexpected argument '" + rest[1] + "'");
+	if (!rest.empty())
+		a.cmd = rest[0];
+	a.wave = static_cast<int>(wave);
+	if (live)
+		a.report.slurm = &slurm::default_client();
 	if (a.cmd.empty())
 		return usage(stderr);
 	if (a.id.empty() && a.cmd != "status" && a.cmd != "report")

@@ -21,6 +21,7 @@
 #include <chrono>
 
 #include "atomic_file.hpp"
+#include "cli.hpp"
 #include "config.hpp"
 #include "log.hpp"
 #include "migrate/manifest.hpp"
@@ -74,53 +75,38 @@ int main(int argc, char **argv)
 	const char *env = getenv("ONRAMP_CKPT_DIR");
 	std::string dir = env ? env : "";
 	uint64_t gen = 0, step = 0, threads = 0;
-	bool have_gen = false, have_step = false;
+	bool have_gen = false, have_step = false, help = false;
 	int64_t keep = -1;
 	std::vector<std::string> args;
-	for (int i = 2; i < argc; i++) {
-		std::string a = argv[i];
-		auto value = [&](const char *what) -> const char * {
-			if (i + 1 >= argc) {
-				log_error("%s needs a value", what);
-				exit(2);
-			}
-			return argv[++i];
+	// A number option: "what" says which numbers it takes.
+	auto number = [](uint64_t *out, bool *given, uint64_t max, const char *what) {
+		return [=](const std::string &v) {
+			if (!parse_u64(v.c_str(), out) || *out > max)
+				return Status::Error(std::string("needs ") + what);
+			if (given)
+				*given = true;
+			return Status::Ok();
 		};
-		if (a == "--dir") {
-			dir = value("--dir");
-		} else if (a == "--generation") {
-			if (!parse_u64(value("--generation"), &gen)) {
-				log_error("--generation needs a number");
-				return 2;
-			}
-			have_gen = true;
-		} else if (a == "--step") {
-			if (!parse_u64(value("--step"), &step) || step > INT64_MAX) {
-				log_error("--step needs a non-negative number");
-				return 2;
-			}
-			have_step = true;
-		} else if (a == "--keep") {
-			auto d = parse_duration(value("--keep"));
-			if (!d.ok()) {
-				log_error("--keep: %s", d.status().message().c_str());
-				return 2;
-			}
-			keep = d.value();
-		} else if (a == "--threads") {
-			if (!parse_u64(value("--threads"), &threads) || threads > 1024) {
-				log_error("--threads needs a number up to 1024");
-				return 2;
-			}
-		} else if (a == "-h" || a == "--help") {
-			return usage(stdout);
-		} else if (a.size() > 1 && a[0] == '-') {
-			log_error("unknown option '%s'", a.c_str());
-			return usage(stderr);
-		} else {
-			args.push_back(a);
-		}
+	};
+	cli::Parser opts;
+	opts.value("dir", &dir).flag("help", &help, 'h');
+	opts.value("generation", number(&gen, &have_gen, UINT64_MAX, "a number"));
+	opts.value("step", number(&step, &have_step, INT64_MAX, "a non-negative number"));
+	opts.value("threads", number(&threads, nullptr, 1024, "a number up to 1024"));
+	opts.value("keep", [&keep](const std::string &v) {
+		auto d = parse_duration(v);
+		if (!d.ok())
+			return d.status();
+		keep = d.value();
+		return Status::Ok();
+	});
+	Status parsed = opts.parse(argc - 1, argv + 1, &args);
+	if (!parsed.ok()) {
+		log_error("%s", parsed.message().c_str());
+		return usage(stderr);
 	}
+	if (help)
+		return usage(stdout);
 	if (dir.empty()) {
 		log_error("no checkpoint directory: give --dir or set ONRAMP_CKPT_DIR");
 		return 2;

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "admin.hpp"
+#include "cli.hpp"
 #include "config.hpp"
 #include "log.hpp"
 #include "slurm/client.hpp"
@@ -57,29 +58,28 @@ int main(int argc, char **argv)
 {
 	log_set_program("onramp-config");
 	std::string path = default_conf_path(), node;
-	bool list = false, seconds = false;
+	std::string admin_what;
+	bool admin = false, list = false, seconds = false, check = false, help = false;
 	std::vector<std::string> keys;
-	for (int i = 1; i < argc; i++) {
-		std::string a = argv[i];
-		if (a == "--require-admin" && i + 1 < argc) {
-			return require_admin(argv[i + 1]);
-		} else if ((a == "--conf" || a == "--node") && i + 1 < argc) {
-			(a == "--conf" ? path : node) = argv[++i];
-		} else if (a == "--check") {
-			// validation happens below in every case
-		} else if (a == "--seconds") {
-			seconds = true;
-		} else if (a == "--list") {
-			list = true;
-		} else if (a == "-h" || a == "--help") {
-			return usage(stdout);
-		} else if (!a.empty() && a[0] == '-') {
-			log_error("unknown option '%s'", a.c_str());
-			return usage(stderr);
-		} else {
-			keys.push_back(a);
-		}
+	cli::Parser opts;
+	opts.value("require-admin", [&](const std::string &v) {
+		admin = true;
+		admin_what = v;
+		return Status::Ok();
+	});
+	opts.value("conf", &path).value("node", &node);
+	// --check: validation happens below in every case.
+	opts.flag("check", &check).flag("seconds", &seconds).flag("list", &list);
+	opts.flag("help", &help, 'h');
+	Status parsed = opts.parse(argc, argv, &keys);
+	if (!parsed.ok()) {
+		log_error("%s", parsed.message().c_str());
+		return usage(stderr);
 	}
+	if (help)
+		return usage(stdout);
+	if (admin)
+		return require_admin(admin_what);
 	auto cfg = Config::load(path);
 	if (!cfg.ok()) {
 		log_error("%s", cfg.status().message().c_str());

@@ -14,10 +14,10 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
-#include <getopt.h>
 #include <string>
 #include <vector>
 
+#include "cli.hpp"
 #include "config.hpp"
 #include "fleet/diagnose.hpp"
 #include "hostlist.hpp"
@@ -107,63 +107,29 @@ int main(int argc, char **argv)
 	std::string cmd = argv[1], conf, topo, pairs_file, nodes, leaves;
 	bool json = false, dry_run = false, prometheus = false;
 	long budget = 0;
-	static const struct option longopts[] = {
-	    {"conf", required_argument, nullptr, 'c'},
-	    {"topology", required_argument, nullptr, 't'},
-	    {"json", no_argument, nullptr, 'j'},
-	    {"pairs", required_argument, nullptr, 'p'},
-	    {"budget", required_argument, nullptr, 'b'},
-	    {"nodes", required_argument, nullptr, 'n'},
-	    {"leaves", required_argument, nullptr, 'l'},
-	    {"dry-run", no_argument, nullptr, 'd'},
-	    {"prometheus", no_argument, nullptr, 'P'},
-	    {"help", no_argument, nullptr, 'h'},
-	    {nullptr, 0, nullptr, 0},
-	};
-	optind = 2;
-	int c;
-	while ((c = getopt_long(argc, argv, "", longopts, nullptr)) != -1) {
-		switch (c) {
-		case 'c':
-			conf = optarg;
-			break;
-		case 't':
-			topo = optarg;
-			break;
-		case 'j':
-			json = true;
-			break;
-		case 'p':
-			pairs_file = optarg;
-			break;
-		case 'n':
-			nodes = optarg;
-			break;
-		case 'l':
-			leaves = optarg;
-			break;
-		case 'd':
-			dry_run = true;
-			break;
-		case 'P':
-			prometheus = true;
-			break;
-		case 'b': {
-			auto b = parse_int(optarg, 1, INT32_MAX);
-			if (!b.ok())
-				return die("--budget: " + b.status().message());
+	bool help = false;
+	cli::Parser opts;
+	opts.value("conf", &conf).value("topology", &topo).value("pairs", &pairs_file);
+	opts.value("nodes", &nodes).value("leaves", &leaves);
+	opts.flag("json", &json).flag("dry-run", &dry_run).flag("prometheus", &prometheus);
+	opts.flag("help", &help);
+	opts.value("budget", [&budget](const std::string &v) {
+		auto b = parse_int(v, 1, INT32_MAX);
+		if (b.ok())
 			budget = static_cast<long>(b.value());
-			break;
-		}
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
+		return b.status();
+	});
+	std::vector<std::string> args;
+	Status parsed = opts.parse(argc - 1, argv + 1, &args);
+	if (!parsed.ok()) {
+		log_error("%s", parsed.message().c_str());
+		usage(stderr);
+		return 2;
 	}
-	std::vector<std::string> args(argv + optind, argv + argc);
+	if (help) {
+		usage(stdout);
+		return 0;
+	}
 	auto cfg = Config::load(conf.empty() ? default_conf_path() : conf);
 	if (!cfg.ok())
 		return die(cfg.status().message());

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "atomic_file.hpp"
+#include "cli.hpp"
 #include "config.hpp"
 #include "json.hpp"
 #include "log.hpp"
@@ -116,53 +117,33 @@ int main(int argc, char **argv)
 	if (cmd == "-h" || cmd == "--help")
 		return usage(stdout);
 	migrate::Request req;
-	bool json = false;
+	bool json = false, help = false;
 	std::vector<std::string> rest;
-	for (int i = 2; i < argc; i++) {
-		std::string a = argv[i];
-		auto val = [&]() -> std::string {
-			if (i + 1 >= argc) {
-				log_error("%s needs a value", a.c_str());
-				exit(2);
-			}
-			return argv[++i];
+	auto dur = [](int64_t *out) {
+		return [out](const std::string &v) {
+			auto d = parse_duration(v);
+			if (!d.ok())
+				return d.status();
+			if (d.value() <= 0)
+				return Status::Error("must be positive");
+			*out = d.value();
+			return Status::Ok();
 		};
-		auto dur = [&]() -> int64_t {
-			auto d = parse_duration(val());
-			if (!d.ok() || d.value() <= 0) {
-				log_error("%s: %s", a.c_str(),
-				          d.ok() ? "must be positive"
-				                 : d.status().message().c_str());
-				exit(2);
-			}
-			return d.value();
-		};
-		if (a == "--jobs")
-			req.jobs = val();
-		else if (a == "--from")
-			req.from = val();
-		else if (a == "--to")
-			req.to = val();
-		else if (a == "--dry-run")
-			req.dry_run = true;
-		else if (a == "--rollback")
-			req.rollback = true; // onrampctl rollback: exempt from MigrateMaxPerJob
-		else if (a == "--grace")
-			req.grace_s = dur();
-		else if (a == "--ack-timeout")
-			req.ack_s = dur();
-		else if (a == "--confirm-timeout")
-			req.confirm_s = dur();
-		else if (a == "--json")
-			json = true;
-		else if (a == "-h" || a == "--help")
-			return usage(stdout);
-		else if (!a.empty() && a[0] == '-') {
-			log_error("unknown option '%s'", a.c_str());
-			return usage(stderr);
-		} else
-			rest.push_back(a);
+	};
+	cli::Parser opts;
+	opts.value("jobs", &req.jobs).value("from", &req.from).value("to", &req.to);
+	// --rollback: onrampctl rollback, exempt from MigrateMaxPerJob.
+	opts.flag("dry-run", &req.dry_run).flag("rollback", &req.rollback);
+	opts.value("grace", dur(&req.grace_s)).value("ack-timeout", dur(&req.ack_s));
+	opts.value("confirm-timeout", dur(&req.confirm_s));
+	opts.flag("json", &json).flag("help", &help, 'h');
+	Status parsed = opts.parse(argc - 1, argv + 1, &rest);
+	if (!parsed.ok()) {
+		log_error("%s", parsed.message().c_str());
+		return usage(stderr);
 	}
+	if (help)
+		return usage(stdout);
 	if (cmd != "status" && cmd != "resume" && cmd != "migrate" && cmd != "job")
 		return usage(stderr);
 	auto cfg = Config::load(default_conf_path());

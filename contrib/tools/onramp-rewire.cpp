@@ -30,23 +30,20 @@
 //                                                  active window's derived file, else
 //                                                  the admin's); before 24.05 nothing
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <map>
 #include <set>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 #include <slurm/slurm_version.h>
 
 #include "atomic_file.hpp"
+#include "cli.hpp"
 #include "config.hpp"
 #include "hostlist.hpp"
 #include "json.hpp"
 #include "log.hpp"
-#include "number.hpp"
 #include "rewire/live.hpp"
 #include "rewire/window.hpp"
 
@@ -102,19 +99,9 @@ Status write_plan(const Ctx &c, const Plan &p)
 	return write_file_atomic(c.cfg.str("RewirePlan"), plan_dump(p) + "\n", 0644);
 }
 
-// Nodes of each leaf switch, expanded.
-std::map<std::string, std::string> leaf_nodes(const TopologyConf &t)
-{
-	std::map<std::string, std::string> m;
-	for (const auto &s : t.switches)
-		if (!s.nodes.empty())
-			m[s.name] = s.nodes;
-	return m;
-}
-
 int cmd_check(const Ctx &c, const std::vector<std::string> &fails)
 {
-	auto nodes = leaf_nodes(c.topo);
+	auto nodes = topology_leaf_nodes(c.topo);
 	if (!fails.empty()) {
 		auto sp = fault_spines(c.topo, c.fabric.get());
 		for (const auto &f : fails)
@@ -144,34 +131,14 @@ int cmd_check(const Ctx &c, const std::vector<std::string> &fails)
 // admin's.
 constexpr bool kTreeReadsDerivedFile = SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(24, 5, 0);
 
-// The file Slurm reads becomes the active window's derived file, or the
-// admin's again when no window is active or it cuts nothing. A bad plan
-// fails and changes nothing.
+// The file Slurm reads follows the plan (topology_sync_with_plan).
 int cmd_sync_topology(const Ctx &c)
 {
 	if (!kTreeReadsDerivedFile)
 		return 0;
-	const std::string path = topology_path_beside(c.cfg.origin());
-	const Window *w = nullptr;
-	Plan p;
-	// No plan file (none written yet, or removed) is no window.
-	bool no_plan_file = c.cfg.is_set("RewirePlan") &&
-	                    access(c.cfg.str("RewirePlan").c_str(), F_OK) != 0 && errno == ENOENT;
-	if (c.cfg.is_set("RewirePlan") && !no_plan_file) {
-		auto plan = live_plan(c);
-		if (!plan.ok())
-			return fail(plan.status().message());
-		p = plan.value();
-		w = p.active();
-	}
-	std::set<std::string> cut;
-	if (w)
-		cut = window_cut(*w, c.topo, c.fabric.get());
-	Status st =
-	    cut.empty() ? topology_restore_admin(path) : topology_install_derived(path, cut, w->id);
-	if (!st.ok())
-		return fail(st.message());
-	return 0;
+	Status st = topology_sync_with_plan(c.cfg, c.topo, c.fabric.get(),
+	                                    topology_path_beside(c.cfg.origin()));
+	return st.ok() ? 0 : fail(st.message());
 }
 
 int usage(FILE *f)
@@ -191,17 +158,25 @@ int main(int argc, char **argv)
 {
 	log_set_program("onramp-rewire");
 	std::string conf = default_conf_path();
-	int i = 1;
-	if (i + 1 < argc && !strcmp(argv[i], "--conf")) {
-		conf = argv[i + 1];
-		i += 2;
-	}
-	if (i >= argc)
+	bool json = false, fail_given = false, help = false;
+	cli::Parser opts;
+	// --fail is a flag: the switches that fail are the arguments after it.
+	opts.value("conf", &conf).flag("json", &json).flag("fail", &fail_given);
+	opts.flag("help", &help, 'h');
+	std::vector<std::string> args;
+	Status parsed = opts.parse(argc, argv, &args);
+	if (!parsed.ok()) {
+		log_error("%s", parsed.message().c_str());
 		return usage(stderr);
-	std::string cmd = argv[i++];
-	std::vector<std::string> args(argv + i, argv + argc);
-	if (cmd == "-h" || cmd == "--help")
+	}
+	if (help)
 		return usage(stdout);
+	if (args.empty())
+		return usage(stderr);
+	std::string cmd = args.front();
+	args.erase(args.begin());
+	if ((json && cmd != "cut" && cmd != "status") || (fail_given && cmd != "check"))
+		return usage(stderr);
 	auto ctx = load_ctx(conf);
 	if (!ctx.ok())
 		return fail(ctx.status().message());
@@ -222,18 +197,8 @@ int main(int argc, char **argv)
 		}
 		return 0;
 	}
-	if (cmd == "check") {
-		std::vector<std::string> fails;
-		for (size_t k = 0; k < args.size(); k++) {
-			if (args[k] == "--fail") {
-				while (k + 1 < args.size() && args[k + 1].rfind("--", 0) != 0)
-					fails.push_back(args[++k]);
-			} else {
-				return usage(stderr);
-			}
-		}
-		return cmd_check(c, fails);
-	}
+	if (cmd == "check")
+		return args.empty() || fail_given ? cmd_check(c, args) : usage(stderr);
 	if (cmd == "derive") {
 		auto d = topology_derive(c.topo, std::set<std::string>(args.begin(), args.end()));
 		if (!d.ok())
@@ -248,13 +213,8 @@ int main(int argc, char **argv)
 		return fail(plan.status().message());
 	Plan p = plan.value();
 	if (cmd == "status") {
-		for (const auto &w : p.windows) {
-			printf("%s %s stage=%d%% leaves=%s start=%s end=%s reason=%s\n",
-			       w.id.c_str(), window_state_name(w.state),
-			       w.stages.empty() ? 0 : w.stages[static_cast<size_t>(w.stage)],
-			       hostlist_compress(w.leaves).c_str(), format_utc(w.start).c_str(),
-			       format_utc(w.end).c_str(), w.reason.c_str());
-		}
+		for (const auto &w : p.windows)
+			printf("%s\n", window_status_line(w).c_str());
 		return 0;
 	}
 	if (cmd == "settle") {
@@ -300,16 +260,16 @@ int main(int argc, char **argv)
 		return failed.empty() ? 0 : kBadInput;
 	}
 	if (cmd == "cut") {
-		if (args.size() > 2 || (args.size() == 2 && args[1] != "--json"))
+		if (args.size() != 1)
 			return usage(stderr);
-		auto nodes = leaf_nodes(c.topo);
+		auto nodes = topology_leaf_nodes(c.topo);
 		Json leaves = Json::array();
 		for (const auto &l : window_cut(*w, c.topo, c.fabric.get())) {
-			if (args.size() == 1)
+			if (!json)
 				printf("%s %s\n", l.c_str(), nodes[l].c_str());
 			leaves.push(Json::object().set("leaf", l).set("nodes", nodes[l]));
 		}
-		if (args.size() == 2)
+		if (json)
 			printf("%s\n", Json::object()
 			                   .set("window", w->id)
 			                   .set("leaves", leaves)
@@ -318,21 +278,12 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (cmd == "set" && args.size() == 2) {
-		const std::map<std::string, WindowState> states = {
-		    {"planned", WindowState::Planned},
-		    {"active", WindowState::Active},
-		    {"done", WindowState::Done}};
-		auto s = states.find(args[1]);
-		if (s == states.end())
+		if (!window_state_parse(args[1], &w->state))
 			return fail("state '" + args[1] + "' is not planned, active or done");
-		w->state = s->second;
 	} else if (cmd == "stage" && args.size() == 2) {
-		auto n = parse_int(args[1], 0, static_cast<int64_t>(w->stages.size()) - 1);
-		if (!n.ok())
-			return fail(
-			    strprintf("stage '%s' is not an index of window %s's %zu stages",
-			              args[1].c_str(), w->id.c_str(), w->stages.size()));
-		w->stage = static_cast<int>(n.value());
+		Status st = window_set_stage(w, args[1]);
+		if (!st.ok())
+			return fail(st.message());
 	} else {
 		return usage(stderr);
 	}

@@ -84,6 +84,75 @@ static void a_setter_refuses_a_value(void **)
 	Status st = p.parse(bad.argc(), bad.argv());
 	assert_false(st.ok());
 	assert_string_equal(st.message().c_str(), "--port: 'x' is not a port");
+	cli::Parser named;
+	named.value("port", [](const std::string &v) {
+		return Status::Error("--port: bad value '" + v + "'");
+	});
+	st = named.parse(bad.argc(), bad.argv());
+	assert_string_equal(st.message().c_str(), "--port: bad value 'x'");
+}
+
+static void a_short_help_flag_and_full_names_only(void **)
+{
+	bool help = false;
+	std::string gen;
+	cli::Parser p;
+	p.flag("help", &help, 'h').value("generation", &gen);
+	Argv h({"tool", "-h"});
+	assert_true(p.parse(h.argc(), h.argv()).ok());
+	assert_true(help);
+	// getopt_long alone would take "--gen" for "--generation".
+	Argv abbrev({"tool", "--gen", "3"});
+	Status st = p.parse(abbrev.argc(), abbrev.argv());
+	assert_false(st.ok());
+	assert_string_equal(st.message().c_str(), "unknown option '--gen'");
+	Argv abbrev_eq({"tool", "--gen=3"});
+	st = p.parse(abbrev_eq.argc(), abbrev_eq.argv());
+	assert_false(st.ok());
+	assert_string_equal(st.message().c_str(), "unknown option '--gen=3'");
+	Argv other_short({"tool", "-x"});
+	st = p.parse(other_short.argc(), other_short.argv());
+	assert_false(st.ok());
+	assert_string_equal(st.message().c_str(), "unknown option '-x'");
+	assert_string_equal(gen.c_str(), "");
+}
+
+static void repeated_options_reach_the_setter_in_order(void **)
+{
+	std::vector<std::string> peers;
+	cli::Parser p;
+	p.value("peer", [&peers](const std::string &v) {
+		peers.push_back(v);
+		return Status::Ok();
+	});
+	Argv a({"tool", "--peer", "a", "--peer=b", "--peer", "c"});
+	assert_true(p.parse(a.argc(), a.argv()).ok());
+	assert_int_equal(peers.size(), 3);
+	assert_string_equal(peers[0].c_str(), "a");
+	assert_string_equal(peers[1].c_str(), "b");
+	assert_string_equal(peers[2].c_str(), "c");
+}
+
+static void options_before_the_subcommand_and_after_it(void **)
+{
+	std::string conf, window;
+	std::vector<std::string> rest;
+	cli::Parser p;
+	p.value("conf", &conf).value("window", &window);
+	// onramp-rewire's "--conf F sub ARGS" and "sub ARGS --conf F".
+	Argv before({"tool", "--conf", "/c", "plan", "--window", "w1", "x"});
+	assert_true(p.parse(before.argc(), before.argv(), &rest).ok());
+	assert_string_equal(conf.c_str(), "/c");
+	assert_string_equal(window.c_str(), "w1");
+	assert_int_equal(rest.size(), 2);
+	assert_string_equal(rest[0].c_str(), "plan");
+	assert_string_equal(rest[1].c_str(), "x");
+	rest.clear();
+	Argv after({"tool", "plan", "x", "--conf=/d"});
+	assert_true(p.parse(after.argc(), after.argv(), &rest).ok());
+	assert_string_equal(conf.c_str(), "/d");
+	assert_int_equal(rest.size(), 2);
+	assert_string_equal(rest[0].c_str(), "plan");
 }
 
 int main()
@@ -93,6 +162,9 @@ int main()
 	    cmocka_unit_test(arguments_are_kept_in_order_and_after_double_dash),
 	    cmocka_unit_test(errors_name_the_option),
 	    cmocka_unit_test(a_setter_refuses_a_value),
+	    cmocka_unit_test(a_short_help_flag_and_full_names_only),
+	    cmocka_unit_test(repeated_options_reach_the_setter_in_order),
+	    cmocka_unit_test(options_before_the_subcommand_and_after_it),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -660,6 +660,82 @@ static void job_submit_starts_with_a_bad_plan_and_keeps_the_last_good_one(void *
 	unsetenv("ONRAMP_TOPOLOGY_CONF");
 }
 
+// onramp-rewire sync-topology (24.05+): the file Slurm reads follows the
+// plan; no plan file is no window; a bad plan changes nothing.
+static void topology_follows_the_plan_and_a_bad_plan_changes_nothing(void **)
+{
+	PlanDir d;
+	auto cfg = Config::load(d.conf);
+	assert_true(cfg.ok());
+	TopologyConf topo = topo4();
+	std::string saved = topology_saved_path(d.topo);
+	assert_true(topology_sync_with_plan(cfg.value(), topo, nullptr, d.topo).ok());
+	assert_contains(read_file(d.topo).value(), "# onramp rewire window w1;");
+	assert_contains(read_file(d.topo).value(), "SwitchName=spine Switches=leaf[1,3-4]\n");
+	assert_string_equal(read_file(saved)->c_str(), kTopo);
+	// A bad plan: an error naming it, the derived file stays.
+	std::string derived = read_file(d.topo).value();
+	assert_true(write_file_atomic(d.plan, "{").ok());
+	Status st = topology_sync_with_plan(cfg.value(), topo, nullptr, d.topo);
+	assert_false(st.ok());
+	assert_contains(st.message(), d.plan.c_str());
+	assert_string_equal(read_file(d.topo)->c_str(), derived.c_str());
+	// The window done: the admin's file again.
+	assert_true(write_file_atomic(d.plan, plan_json(R"({"id": "w1",
+ "start": "2026-12-01T10:00:00Z", "end": "2026-12-01T12:00:00Z", "leaves": ["leaf2"],
+ "state": "done"})"))
+	                .ok());
+	assert_true(topology_sync_with_plan(cfg.value(), topo, nullptr, d.topo).ok());
+	assert_string_equal(read_file(d.topo)->c_str(), kTopo);
+	assert_int_equal(access(saved.c_str(), F_OK), -1);
+	// No plan file: no window, the admin's file (and a second time too).
+	d.good_plan();
+	assert_true(topology_sync_with_plan(cfg.value(), topo, nullptr, d.topo).ok());
+	assert_int_equal(access(saved.c_str(), F_OK), 0);
+	unlink(d.plan.c_str());
+	assert_true(topology_sync_with_plan(cfg.value(), topo, nullptr, d.topo).ok());
+	assert_string_equal(read_file(d.topo)->c_str(), kTopo);
+}
+
+static void leaf_nodes_by_switch(void **)
+{
+	auto leaves = topology_leaf_nodes(topo4());
+	assert_int_equal(leaves.size(), 4);
+	assert_string_equal(leaves["leaf2"].c_str(), "node[3-4]");
+	assert_int_equal(leaves.count("spine"), 0);
+}
+
+static void status_line_state_and_stage_of_a_window(void **)
+{
+	Window w;
+	w.id = "w7";
+	w.reason = "swap sp2";
+	w.leaves = {"leaf2", "leaf3"};
+	w.start = 1796119200; // 2026-12-01T10:00:00Z
+	w.end = w.start + 7200;
+	w.stage = 1;
+	w.state = WindowState::Active;
+	assert_string_equal(window_status_line(w).c_str(),
+	                    "w7 active stage=50% leaves=leaf[2-3] start=2026-12-01T10:00:00Z "
+	                    "end=2026-12-01T12:00:00Z reason=swap sp2");
+	w.stages.clear();
+	assert_contains(window_status_line(w), " stage=0% ");
+	// set and stage.
+	assert_true(window_state_parse("done", &w.state));
+	assert_int_equal(static_cast<int>(w.state), static_cast<int>(WindowState::Done));
+	assert_false(window_state_parse("Done", &w.state));
+	assert_int_equal(static_cast<int>(w.state), static_cast<int>(WindowState::Done));
+	w.stages = {5, 100};
+	assert_true(window_set_stage(&w, "1").ok());
+	assert_int_equal(w.stage, 1);
+	Status st = window_set_stage(&w, "2");
+	assert_false(st.ok());
+	assert_string_equal(st.message().c_str(),
+	                    "stage '2' is not an index of window w7's 2 stages");
+	assert_false(window_set_stage(&w, "-1").ok());
+	assert_int_equal(w.stage, 1);
+}
+
 static void a_refused_onramp_conf_still_names_its_feature(void **)
 {
 	std::string dir = unit_tmpdir(), conf = dir + "/onramp.conf";
@@ -712,6 +788,9 @@ int main(void)
 	    cmocka_unit_test(job_submit_starts_with_a_bad_plan_and_keeps_the_last_good_one),
 	    cmocka_unit_test(a_refused_onramp_conf_still_names_its_feature),
 	    cmocka_unit_test(fault_domains_follow_the_tree_without_a_fabric),
+	    cmocka_unit_test(topology_follows_the_plan_and_a_bad_plan_changes_nothing),
+	    cmocka_unit_test(status_line_state_and_stage_of_a_window),
+	    cmocka_unit_test(leaf_nodes_by_switch),
 	};
 	return cmocka_run_group_tests_name("topology", tests, NULL, NULL);
 }
