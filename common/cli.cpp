@@ -2,6 +2,8 @@
 
 #include <getopt.h>
 
+#include "log.hpp"
+
 namespace onramp {
 namespace cli {
 
@@ -93,6 +95,21 @@ Status Parser::parse(int argc, char **argv, std::vector<std::string> *rest) cons
 		rest->push_back(argv[i]);
 	}
 	return Status::Ok();
+}
+
+int after_parse(const Status &parsed, bool help, const std::function<void(FILE *)> &usage,
+                int bad_usage)
+{
+	if (!parsed.ok()) {
+		log_error("%s", parsed.message().c_str());
+		usage(stderr);
+		return bad_usage;
+	}
+	if (help) {
+		usage(stdout);
+		return 0;
+	}
+	return kGoOn;
 }
 
 } // namespace cli

@@ -5,6 +5,7 @@
 // option '--bogus'"), never an exit() from inside the parser.
 #pragma once
 
+#include <cstdio>
 #include <functional>
 #include <string>
 #include <vector>
@@ -45,6 +46,15 @@ private:
 	};
 	std::vector<Option> opts_;
 };
+
+// What every tool does after parse(): a parse error is logged and the usage
+// printed to stderr (returns bad_usage), --help prints the usage to stdout
+// (returns 0); otherwise kGoOn and the tool goes on:
+//   if (int rc = cli::after_parse(parsed, help, usage); rc != cli::kGoOn)
+//           return rc;
+constexpr int kGoOn = -1;
+int after_parse(const Status &parsed, bool help, const std::function<void(FILE *)> &usage,
+                int bad_usage = 2);
 
 } // namespace cli
 } // namespace onramp

@@ -50,6 +50,14 @@ Json &Json::push(const std::string &v)
 	return push(adopt(json_stringn(v.data(), v.size())));
 }
 
+Json Json::array(const std::vector<std::string> &items)
+{
+	Json a = array();
+	for (const auto &s : items)
+		a.push(s);
+	return a;
+}
+
 std::string Json::dump(bool pretty) const
 {
 	if (!j_)

@@ -26,6 +26,8 @@ public:
 	}
 	static Json object() { return adopt(json_object()); }
 	static Json array() { return adopt(json_array()); }
+	// An array of strings.
+	static Json array(const std::vector<std::string> &items);
 	Json(const Json &o) : j_(json_incref(o.j_)) {}
 	Json(Json &&o) noexcept : j_(o.j_) { o.j_ = nullptr; }
 	Json &operator=(Json o)

@@ -35,7 +35,7 @@ int nodes_main(int argc, char **argv)
 	slurm::SlurmClient &c = slurm::default_client();
 	std::vector<slurm::Node> nodes;
 	if (argc > 1) {
-		auto names = known_nodes(c, argv[1]);
+		auto names = slurm::known_nodes(c, argv[1]);
 		for (const auto &n : names.ok() ? names.value() : std::vector<std::string>()) {
 			auto x = c.node(n);
 			if (x.ok() && x.value())

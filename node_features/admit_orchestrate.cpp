@@ -90,15 +90,8 @@ int orchestrate_main(int argc, char **argv)
 		log_error("admit: --timeout must be a positive number of seconds");
 		return 1;
 	}
-	if (!parsed.ok()) {
-		log_error("%s", parsed.message().c_str());
-		usage(stderr);
-		return 2;
-	}
-	if (help) {
-		usage(stdout);
-		return 0;
-	}
+	if (int rc = cli::after_parse(parsed, help, usage); rc != cli::kGoOn)
+		return rc;
 	if (no_wait)
 		o.wait = false;
 	if (hostlists.size() != 1 || o.job_program.empty()) {
@@ -122,7 +115,7 @@ int orchestrate_main(int argc, char **argv)
 		o.job_options.push_back("--gres=" + cfg->str("AdmissionGres"));
 
 	slurm::SlurmClient &c = slurm::default_client();
-	auto nodes = known_nodes(c, hostlists[0]);
+	auto nodes = slurm::known_nodes(c, hostlists[0]);
 	if (!nodes.ok()) {
 		log_error("%s", nodes.status().message().c_str());
 		return 1;

@@ -195,15 +195,8 @@ int main(int argc, char **argv)
 	};
 	opts.value("rank", integer(&o.rank, 1)).value("device", integer(&o.device, 1023));
 	Status parsed = opts.parse(argc - (first - 1), argv + (first - 1));
-	if (!parsed.ok()) {
-		log_error("%s", parsed.message().c_str());
-		usage(stderr);
-		return kExitUnjudged;
-	}
-	if (help) {
-		usage(stdout);
-		return 0;
-	}
+	if (int rc = cli::after_parse(parsed, help, usage, kExitUnjudged); rc != cli::kGoOn)
+		return rc;
 	if (o.conf.empty())
 		o.conf = default_conf_path();
 	if (o.node.empty())

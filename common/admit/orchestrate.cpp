@@ -8,7 +8,6 @@
 #include <thread>
 #include <unistd.h>
 
-#include "hostlist.hpp"
 #include "log.hpp"
 
 namespace onramp {
@@ -341,23 +340,6 @@ private:
 std::string reservation_name(const std::string &resv_base, const std::string &node)
 {
 	return resv_base + "_" + node;
-}
-
-Result<std::vector<std::string>> known_nodes(slurm::SlurmClient &c, const std::string &expr)
-{
-	auto hosts = hostlist_expand(expr);
-	if (!hosts.ok())
-		return Status::Error("bad hostlist '" + expr + "': " + hosts.status().message());
-	if (hosts->empty())
-		return Status::Error("hostlist '" + expr + "' names no node");
-	for (const auto &h : hosts.value()) {
-		auto n = c.node(h);
-		if (!n.ok())
-			return n.status();
-		if (!n.value())
-			return Status::Error("unknown node '" + h + "'");
-	}
-	return hosts.value();
 }
 
 std::string slurm_user_name(slurm::SlurmClient &c)

@@ -85,9 +85,6 @@ std::vector<std::string> pick_peers(const std::vector<slurm::Node> &nodes, const
 
 std::string reservation_name(const std::string &resv_base, const std::string &node);
 
-// The nodes of a hostlist expression, each known to slurmctld; an error
-// names a bad expression or the first unknown node.
-Result<std::vector<std::string>> known_nodes(slurm::SlurmClient &c, const std::string &expr);
 // SlurmUser's name ("root" when it cannot be read), and the users of an
 // admission reservation: root, and SlurmUser when it is another user.
 std::string slurm_user_name(slurm::SlurmClient &c);

@@ -534,23 +534,18 @@ void Driver::run_pair(const std::string &id, int i, const PairRow &p, const Vali
 		}
 	}
 	const std::string out = strprintf("%s/%s.pair%d.out", v.out_dir.c_str(), id.c_str(), i);
-	std::vector<std::string> args = {"-J", "onramp-pair:" + p.node + ":" + p.peer, "-A",
-	                                 v.account, "--reservation=" + resv};
-	args.insert(args.end(), v.job_args.begin(), v.job_args.end());
-	const std::vector<std::string> rest = {"-N",
-	                                       "2",
-	                                       "-w",
-	                                       p.node + "," + p.peer,
-	                                       "-t",
-	                                       "10",
-	                                       "-o",
-	                                       out,
-	                                       "--wrap",
-	                                       "srun -N1 -n1 -w " + p.node + " " + v.admit +
-	                                           " pair --node " + p.node + " --peer " + p.peer +
-	                                           " --json-only"};
-	args.insert(args.end(), rest.begin(), rest.end());
-	auto job = s_.submit_batch(args);
+	slurm::BatchJob b;
+	b.name = "onramp-pair:" + p.node + ":" + p.peer;
+	b.account = v.account;
+	b.reservation = resv;
+	b.options = v.job_args;
+	b.num_nodes = 2;
+	b.nodes = p.node + "," + p.peer;
+	b.time_limit_min = 10;
+	b.output = out;
+	b.command = {"srun", "-N1",    "-n1",  "-w",     p.node, v.admit,
+	             "pair", "--node", p.node, "--peer", p.peer, "--json-only"};
+	auto job = s_.submit(b);
 	std::string rc = "submit", result = "inconclusive", detail, jobname = "";
 	if (job.ok()) {
 		jobname = std::to_string(job.value());
@@ -622,21 +617,18 @@ Result<Outcome> Driver::run_smokes(const std::string &id, const Validation &v, s
 			}
 		}
 		auto hosts = hostlist_expand(sm.nodes);
-		std::vector<std::string> args = {"-J",
-		                                 "onramp-smoke:" + id + ":" + sm.rack,
-		                                 "-N",
-		                                 std::to_string(hosts.ok() ? hosts->size() : 1),
-		                                 "-w",
-		                                 sm.nodes,
-		                                 "--constraint=" + set_.feature,
-		                                 "-t",
-		                                 std::to_string((v.smoke_timeout_s + 59) / 60),
-		                                 "-o",
-		                                 out,
-		                                 v.smoke_job};
+		slurm::BatchJob b;
+		b.name = "onramp-smoke:" + id + ":" + sm.rack;
+		b.num_nodes = hosts.ok() ? static_cast<int>(hosts->size()) : 1;
+		b.nodes = sm.nodes;
+		b.constraint = set_.feature;
+		b.time_limit_min = static_cast<int>((v.smoke_timeout_s + 59) / 60);
+		b.output = out;
+		// By path on the node: the job finds onramp's tools beside it.
+		b.command = {v.smoke_job};
 		if (!v.smoke_command.empty())
-			args.push_back(v.smoke_command);
-		auto job = s_.submit_batch(args);
+			b.command.push_back(v.smoke_command);
+		auto job = s_.submit(b);
 		if (!job.ok()) {
 			const std::string m = job.status().message();
 			if (!(st = j_.set_smoke(

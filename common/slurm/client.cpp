@@ -231,6 +231,83 @@ Result<std::set<std::string>> connected_leaves(const std::vector<Switch> &table)
 	return out;
 }
 
+std::vector<std::string> sbatch_args(const BatchJob &b)
+{
+	std::vector<std::string> args = {"-J", b.name};
+	if (!b.account.empty())
+		args.insert(args.end(), {"-A", b.account});
+	if (!b.reservation.empty())
+		args.push_back("--reservation=" + b.reservation);
+	args.insert(args.end(), b.options.begin(), b.options.end());
+	args.insert(args.end(), {"-N", std::to_string(b.num_nodes)});
+	if (!b.nodes.empty())
+		args.insert(args.end(), {"-w", b.nodes});
+	if (!b.constraint.empty())
+		args.push_back("--constraint=" + b.constraint);
+	if (b.time_limit_min > 0)
+		args.insert(args.end(), {"-t", std::to_string(b.time_limit_min)});
+	if (!b.output.empty())
+		args.insert(args.end(), {"-o", b.output});
+	// The batch script's one line: every word single-quoted.
+	std::string wrap;
+	for (const auto &w : b.command) {
+		std::string q = "'";
+		for (char c : w)
+			q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+		wrap += (wrap.empty() ? "" : " ") + q + "'";
+	}
+	args.insert(args.end(), {"--wrap", wrap});
+	return args;
+}
+
+Result<NodeSet> expand_nodes(const std::string &expr)
+{
+	auto hosts = hostlist_expand(expr);
+	if (!hosts.ok())
+		return Status::Error("bad hostlist '" + expr + "': " + hosts.status().message());
+	NodeSet out;
+	std::set<std::string> seen;
+	for (auto &h : hosts.value())
+		if (seen.insert(h).second)
+			out.nodes.push_back(std::move(h));
+	if (out.nodes.empty())
+		return Status::Error("hostlist '" + expr + "' names no node");
+	out.hostlist = hostlist_compress(out.nodes);
+	return out;
+}
+
+Status find_unknown(SlurmClient &c, NodeSet *set)
+{
+	auto all = c.nodes();
+	if (!all.ok())
+		return all.status();
+	std::set<std::string> known;
+	for (const auto &n : all.value())
+		known.insert(n.name);
+	set->unknown.clear();
+	for (const auto &n : set->nodes)
+		if (!known.count(n))
+			set->unknown.push_back(n);
+	return Status::Ok();
+}
+
+Result<std::vector<std::string>> known_nodes(SlurmClient &c, const std::string &expr)
+{
+	auto r = expand_nodes(expr);
+	if (!r.ok())
+		return r.status();
+	Status st = find_unknown(c, &r.value());
+	if (!st.ok())
+		return st;
+	if (!r->unknown.empty()) {
+		std::string names;
+		for (const auto &n : r->unknown)
+			names += (names.empty() ? "" : " ") + n;
+		return Status::Error("unknown node(s): " + names);
+	}
+	return r->nodes;
+}
+
 } // namespace slurm
 
 Result<std::string> node_reason(const std::string &node)

@@ -109,15 +109,23 @@ struct Trigger {
 	std::string program;
 };
 
-// A batch job to submit. command runs as the batch script's one line,
-// each word quoted (no shell parses data).
+// A batch job to submit (every job onramp submits: admission, pair and
+// smoke jobs). command runs as the batch script's one line, each word
+// quoted (no shell parses data), so a program runs by its path on the node.
+// Empty strings and time_limit_min 0 leave Slurm's defaults.
 struct BatchJob {
 	std::string name, account, reservation, nodes, output;
+	std::string constraint; // --constraint (a feature the nodes must have)
 	int num_nodes = 1;
 	int time_limit_min = 0;
 	std::vector<std::string> options; // further sbatch options ("--exclusive")
 	std::vector<std::string> command;
 };
+
+// The sbatch arguments of b (after "sbatch --parsable"): -J, -A,
+// --reservation, options, -N, -w, --constraint, -t, -o, --wrap with each
+// word of command single-quoted.
+std::vector<std::string> sbatch_args(const BatchJob &b);
 
 // What update_job changes; unset fields stay as they are.
 struct JobUpdate {
@@ -188,12 +196,12 @@ public:
 	// Reboot nodes (a hostlist) as soon as they are idle, back in service
 	// afterwards, with reason: "scontrol reboot ASAP nextstate=RESUME".
 	virtual Status reboot_nodes(const std::string &nodes, const std::string &reason) = 0;
-	// Submit a batch job: "sbatch --parsable ARGS" (sbatch's own option
-	// handling and environment; never a shell string; libslurm's submit
-	// call needs the whole environment and script built by hand). Error:
-	// sbatch's message.
-	virtual Result<uint32_t> submit_batch(const std::vector<std::string> &args) = 0;
-	// b as sbatch options (the real client: through submit_batch).
+	// Submit a batch job; the real client runs "sbatch --parsable" with
+	// sbatch_args(b) by argv (sbatch's own option handling and environment:
+	// libslurm's submit call needs the whole environment, the script and
+	// every option's translation built by hand, and free sbatch options
+	// such as --gres cannot be mapped onto its fields). Error: sbatch's
+	// message.
 	virtual Result<uint32_t> submit(const BatchJob &b) = 0;
 	// Every event trigger (slurm_get_triggers).
 	virtual Result<std::vector<Trigger>> triggers() = 0;
@@ -231,6 +239,23 @@ bool retry_while_unreachable(const Backoff &b, const std::function<bool()> &atte
 
 // uid 0, or SlurmUser's uid (from Slurm's configuration).
 bool is_admin(SlurmClient &c, uid_t uid);
+
+// A hostlist expression checked against the nodes slurmctld knows.
+struct NodeSet {
+	std::vector<std::string> nodes;   // expanded, in order, each once
+	std::string hostlist;             // nodes compressed ("node[1-4,7]")
+	std::vector<std::string> unknown; // those slurmctld does not know, in order
+};
+// Expand expr with libslurm's hostlist functions (common/hostlist.hpp: its
+// limits refuse "node[1-99999999]"); unknown stays empty. Error naming expr:
+// a bad expression or one that names no node.
+Result<NodeSet> expand_nodes(const std::string &expr);
+// Set set->unknown to every node of set->nodes that slurmctld does not
+// know (one nodes() call). Error: slurmctld's.
+Status find_unknown(SlurmClient &c, NodeSet *set);
+// The nodes of expr, each known to slurmctld; an error names a bad
+// expression or every unknown node ("unknown node(s): node8 node9").
+Result<std::vector<std::string>> known_nodes(SlurmClient &c, const std::string &expr);
 
 // Drain node with reason (which must start with kReasonPrefix) unless it
 // carries a reason onramp did not write: an admin's reason is never

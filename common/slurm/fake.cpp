@@ -422,26 +422,6 @@ Status FakeSlurm::reboot_nodes(const std::string &nodes, const std::string &reas
 	return Status::Ok();
 }
 
-Result<uint32_t> FakeSlurm::submit_batch(const std::vector<std::string> &args)
-{
-	Status st;
-	if (!answer("sbatch", &st))
-		return st;
-	uint32_t id = 1000 + static_cast<uint32_t>(submissions.size());
-	submissions.push_back(args);
-	FakeJob &j = jobs_[id];
-	j.job.id = id;
-	j.job.state = "PENDING";
-	j.job.batch = true;
-	for (size_t i = 0; i + 1 < args.size(); i++)
-		if (args[i] == "-J")
-			j.job.name = args[i + 1];
-	actions.push_back("submit " + j.job.name);
-	if (on_submit)
-		on_submit(j, args);
-	return id;
-}
-
 Result<uint32_t> FakeSlurm::submit(const BatchJob &b)
 {
 	Status st;
@@ -457,7 +437,9 @@ Result<uint32_t> FakeSlurm::submit(const BatchJob &b)
 	j.job.batch = true;
 	j.num_nodes = b.num_nodes;
 	submitted.push_back(b);
-	actions.push_back(strprintf("submit %u %s", id, b.nodes.c_str()));
+	actions.push_back("submit " + j.job.name);
+	if (on_submit)
+		on_submit(j, b);
 	return id;
 }
 

@@ -30,10 +30,12 @@ public:
 	std::map<std::string, std::string> leaves_;
 	std::map<std::string, Reservation> resvs_;
 	// submit() fails with this message when set; else the job is PENDING
-	// with the next id from next_job.
+	// with the next id from next_job and name, "submit NAME" is an action,
+	// submitted keeps b and on_submit is called (the test runs the job).
 	std::string submit_error;
 	uint32_t next_job = 100;
 	std::vector<BatchJob> submitted;
+	std::function<void(FakeJob &, const BatchJob &)> on_submit;
 	std::vector<Trigger> triggers_;
 	// Called each time a job is read (the test moves the job along).
 	std::function<void(FakeJob &)> on_poll;
@@ -44,10 +46,6 @@ public:
 	// Called for each node of reboot_nodes() after it set reboot_pending
 	// (the test boots it: clears the flag, sets boot_time).
 	std::function<void(Node &)> on_reboot;
-	// submit_batch() adds a PENDING job with the next id (from 1000) and
-	// name (-J) and calls this (the test runs it); submissions keeps args.
-	std::function<void(FakeJob &, const std::vector<std::string> &)> on_submit;
-	std::vector<std::vector<std::string>> submissions;
 
 	// The next down_calls calls find slurmctld down (each is retried through
 	// retry_while_unreachable with a sleep that only adds to waited_s);
@@ -94,7 +92,6 @@ public:
 	Status set_reservation_nodes(const std::string &name, const std::string &nodes) override;
 	Status delete_reservation(const std::string &name) override;
 	Status reboot_nodes(const std::string &nodes, const std::string &reason) override;
-	Result<uint32_t> submit_batch(const std::vector<std::string> &args) override;
 	Result<uint32_t> submit(const BatchJob &b) override;
 	Result<std::vector<Trigger>> triggers() override;
 

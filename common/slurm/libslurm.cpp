@@ -575,10 +575,11 @@ public:
 		return Status::Ok();
 	}
 
-	Result<uint32_t> submit_batch(const std::vector<std::string> &args) override
+	Result<uint32_t> submit(const BatchJob &b) override
 	{
 		std::vector<std::string> argv = {"sbatch", "--parsable"};
-		argv.insert(argv.end(), args.begin(), args.end());
+		for (auto &a : sbatch_args(b))
+			argv.push_back(std::move(a));
 		ProcOptions po;
 		po.timeout_s = 120;
 		po.separate_stderr = true;
@@ -590,33 +591,6 @@ public:
 			                     : !r.out.empty() ? r.out
 			                                      : strprintf("sbatch exit %d", r.rc));
 		return static_cast<uint32_t>(v.value());
-	}
-
-	Result<uint32_t> submit(const BatchJob &b) override
-	{
-		std::vector<std::string> args = {"-J", b.name};
-		if (!b.account.empty())
-			args.insert(args.end(), {"-A", b.account});
-		if (!b.reservation.empty())
-			args.push_back("--reservation=" + b.reservation);
-		args.insert(args.end(), b.options.begin(), b.options.end());
-		args.insert(args.end(), {"-N", std::to_string(b.num_nodes)});
-		if (!b.nodes.empty())
-			args.insert(args.end(), {"-w", b.nodes});
-		if (b.time_limit_min > 0)
-			args.insert(args.end(), {"-t", std::to_string(b.time_limit_min)});
-		if (!b.output.empty())
-			args.insert(args.end(), {"-o", b.output});
-		// The batch script's one line: every word single-quoted.
-		std::string wrap;
-		for (const auto &w : b.command) {
-			std::string q = "'";
-			for (char c : w)
-				q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-			wrap += (wrap.empty() ? "" : " ") + q + "'";
-		}
-		args.insert(args.end(), {"--wrap", wrap});
-		return submit_batch(args);
 	}
 
 	Result<std::vector<Trigger>> triggers() override

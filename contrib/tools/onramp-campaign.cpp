@@ -12,6 +12,7 @@
 //       (no --id: all campaigns; --live: read slurmctld through libslurm
 //       for the platform and network layers)
 //   simulate --nodes N --racks R [...] (simulate --help)
+//   nodes HOSTLIST [--json] [--offline]: one a line or {nodes, hostlist, unknown}
 // All but status, report and simulate take --id ID; --conf F, --db F and
 // --topology F (default $ONRAMP_TOPOLOGY_CONF, else beside onramp.conf)
 // come first. Exit 0 ok, 1 error, 2 bad input, 3 paused.
@@ -24,7 +25,6 @@
 #include "campaign/driver.hpp"
 #include "campaign/report.hpp"
 #include "config.hpp"
-#include "hostlist.hpp"
 #include "log.hpp"
 #include "number.hpp"
 
@@ -40,7 +40,7 @@ struct Args {
 	ReportInputs report;
 	double fraction = -1, min_pass = -1, poll = 1;
 	int64_t boot_timeout = -1, admit_timeout = 1800, kick_after = 60;
-	int wave = 0;
+	int64_t wave = 0;
 	bool json = false;
 };
 
@@ -90,17 +90,39 @@ int cmd_simulate(int argc, char **argv)
 	return r->stopped ? kBelowRate : kOk;
 }
 
+int cmd_nodes(int argc, char **argv)
+{
+	bool json = false, offline = false;
+	cli::Parser opts;
+	opts.flag("json", &json).flag("offline", &offline);
+	std::vector<std::string> rest;
+	Status st = opts.parse(argc, argv, &rest); // argv[0]: "nodes"
+	if (st.ok() && rest.size() != 1)
+		st = Status::Error("usage: onramp-campaign nodes HOSTLIST [--json] [--offline]");
+	auto r = st.ok() ? slurm::expand_nodes(rest[0]) : Result<slurm::NodeSet>(st);
+	if (!r.ok())
+		return refuse(r.status().message());
+	if (!offline && !(st = slurm::find_unknown(slurm::default_client(), &r.value())).ok())
+		return fail(st);
+	Json o = Json::object().set("nodes", Json::array(r->nodes)).set("hostlist", r->hostlist);
+	if (json)
+		printf("%s\n", o.set("unknown", Json::array(r->unknown)).dump().c_str());
+	for (size_t i = 0; !json && i < r->nodes.size(); i++)
+		printf("%s\n", r->nodes[i].c_str());
+	return kOk;
+}
+
 int cmd_plan(Driver &d, const Args &a, const Config &cfg)
 {
-	auto hosts = hostlist_expand(a.nodes);
+	auto hosts = slurm::expand_nodes(a.nodes);
 	if (!hosts.ok())
-		return refuse("bad hostlist '" + a.nodes + "': " + hosts.status().message());
+		return refuse(hosts.status().message());
 	std::map<std::string, std::string> leaf_of;
 	std::map<std::string, int> sizes;
 	Status st = load_racks(a.report.topology, cfg, &leaf_of, &sizes);
 	if (!st.ok())
 		return fail(st);
-	PlanRequest r{a.id, hosts.value(), a.fraction, a.min_pass, a.boot_timeout};
+	PlanRequest r{a.id, hosts->nodes, a.fraction, a.min_pass, a.boot_timeout};
 	bool refused = false;
 	auto out = d.plan(r, leaf_of, sizes, &refused);
 	if (!out.ok())
@@ -114,10 +136,8 @@ int cmd_wave(Driver &d, const Args &a)
 	auto w = d.next_wave(a.id);
 	if (!w.ok())
 		return fail(w.status());
-	if (w->done)
-		printf(a.json ? "{\"done\": true}\n" : "done\n");
-	if (w->done)
-		return kOk;
+	if (w->done) // "done" or {"done": true}
+		return printf(a.json ? "{\"done\": true}\n" : "done\n") < 0 ? kError : kOk;
 	Json list = Json::array();
 	std::string text = strprintf("wave %d\n", w->wave);
 	for (const auto &n : w->nodes) {
@@ -131,16 +151,6 @@ int cmd_wave(Driver &d, const Args &a)
 		text = Json::object().set("wave", w->wave).set("nodes", list).dump() + "\n";
 	fputs(text.c_str(), stdout);
 	return kOk;
-}
-
-// Exit 0 (done), 3 (paused: why printed) or 1.
-int outcome(const Result<Outcome> &r, const std::string &why)
-{
-	if (!r.ok())
-		return fail(r.status());
-	if (!why.empty())
-		printf("%s\n", why.c_str());
-	return r.value() == Outcome::Paused ? kBelowRate : kOk;
 }
 
 int cmd_run(Journal &j, const Args &a, const Config &cfg)
@@ -160,7 +170,11 @@ int cmd_run(Journal &j, const Args &a, const Config &cfg)
 	Driver d(j, slurm, adm, s, clock, hook);
 	std::string why;
 	auto r = d.run(a.id, v, &why);
-	return outcome(r, r.ok() && r.value() == Outcome::Paused ? why : "");
+	if (!r.ok())
+		return fail(r.status());
+	if (r.value() == Outcome::Paused) // exit 3, why printed
+		printf("%s\n", why.c_str());
+	return r.value() == Outcome::Paused ? kBelowRate : kOk;
 }
 
 int cmd_status(Journal &j, const Args &a, const Config &cfg)
@@ -192,6 +206,8 @@ int main(int argc, char **argv)
 	log_set_program("onramp-campaign");
 	if (argc > 1 && strcmp(argv[1], "simulate") == 0)
 		return cmd_simulate(argc - 1, argv + 1);
+	if (argc > 1 && strcmp(argv[1], "nodes") == 0)
+		return cmd_nodes(argc - 1, argv + 1);
 	Args a;
 	a.conf = default_conf_path();
 	bool live = false, help = false;
@@ -219,25 +235,21 @@ int main(int argc, char **argv)
 			return r.status();
 		};
 	};
-	int64_t wave = a.wave;
 	opts.value("boot-timeout", integer(&a.boot_timeout, INT64_MIN, INT64_MAX));
 	opts.value("budget", integer(&a.report.budget, INT64_MIN, INT64_MAX));
 	opts.value("admit-timeout", integer(&a.admit_timeout, 1, INT64_MAX));
 	opts.value("kick-after", integer(&a.kick_after, 0, INT64_MAX));
-	opts.value("wave", integer(&wave, 0, INT32_MAX));
+	opts.value("wave", integer(&a.wave, 0, INT32_MAX));
 	opts.value("fraction", number(&a.fraction)).value("min-pass", number(&a.min_pass));
 	opts.value("poll", number(&a.poll));
 	std::vector<std::string> rest;
 	Status parsed = opts.parse(argc, argv, &rest);
-	if (!parsed.ok())
-		return refuse(parsed.message());
-	if (help)
-		return usage(stdout);
+	if (int rc = cli::after_parse(parsed, help, usage, kRefused); rc != cli::kGoOn)
+		return rc;
 	if (rest.size() > 1)
 		return refuse("unexpected argument '" + rest[1] + "'");
 	if (!rest.empty())
 		a.cmd = rest[0];
-	a.wave = static_cast<int>(wave);
 	if (live)
 		a.report.slurm = &slurm::default_client();
 	if (a.cmd.empty())
@@ -269,7 +281,8 @@ int main(int argc, char **argv)
 		           ? refuse("run: --onrampctl, --admit and --smoke-job are required")
 		           : cmd_run(j, a, cfg.value());
 	if (a.cmd == "open-wave") {
-		Status st = j.set_wave(a.id, a.wave, "open", static_cast<int64_t>(time(nullptr)));
+		Status st = j.set_wave(a.id, static_cast<int>(a.wave), "open",
+		                       static_cast<int64_t>(time(nullptr)));
 		return st.ok() ? kOk : fail(st);
 	}
 	if (a.cmd != "plan" && a.cmd != "wave")

@@ -101,12 +101,8 @@ int main(int argc, char **argv)
 		return Status::Ok();
 	});
 	Status parsed = opts.parse(argc - 1, argv + 1, &args);
-	if (!parsed.ok()) {
-		log_error("%s", parsed.message().c_str());
-		return usage(stderr);
-	}
-	if (help)
-		return usage(stdout);
+	if (int rc = cli::after_parse(parsed, help, usage); rc != cli::kGoOn)
+		return rc;
 	if (dir.empty()) {
 		log_error("no checkpoint directory: give --dir or set ONRAMP_CKPT_DIR");
 		return 2;

@@ -72,12 +72,8 @@ int main(int argc, char **argv)
 	opts.flag("check", &check).flag("seconds", &seconds).flag("list", &list);
 	opts.flag("help", &help, 'h');
 	Status parsed = opts.parse(argc, argv, &keys);
-	if (!parsed.ok()) {
-		log_error("%s", parsed.message().c_str());
-		return usage(stderr);
-	}
-	if (help)
-		return usage(stdout);
+	if (int rc = cli::after_parse(parsed, help, usage); rc != cli::kGoOn)
+		return rc;
 	if (admin)
 		return require_admin(admin_what);
 	auto cfg = Config::load(path);

@@ -121,15 +121,8 @@ int main(int argc, char **argv)
 	});
 	std::vector<std::string> args;
 	Status parsed = opts.parse(argc - 1, argv + 1, &args);
-	if (!parsed.ok()) {
-		log_error("%s", parsed.message().c_str());
-		usage(stderr);
-		return 2;
-	}
-	if (help) {
-		usage(stdout);
-		return 0;
-	}
+	if (int rc = cli::after_parse(parsed, help, usage); rc != cli::kGoOn)
+		return rc;
 	auto cfg = Config::load(conf.empty() ? default_conf_path() : conf);
 	if (!cfg.ok())
 		return die(cfg.status().message());

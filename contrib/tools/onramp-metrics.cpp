@@ -91,10 +91,8 @@ int main(int argc, char **argv)
 	opts.value("conf", &conf).value("node", &node).value("sysfs-root", &root);
 	opts.value("textfile-dir", &textdir).value("listen", &listen_at);
 	Status st = opts.parse(argc - 1, argv + 1);
-	if (!st.ok()) {
-		log_error("%s", st.message().c_str());
-		return usage(stderr);
-	}
+	if (int rc = cli::after_parse(st, false, usage); rc != cli::kGoOn)
+		return rc;
 	auto cfg = Config::load(conf);
 	if (!cfg.ok()) {
 		log_error("%s", cfg.status().message().c_str());

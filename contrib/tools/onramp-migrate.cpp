@@ -138,12 +138,8 @@ int main(int argc, char **argv)
 	opts.value("confirm-timeout", dur(&req.confirm_s));
 	opts.flag("json", &json).flag("help", &help, 'h');
 	Status parsed = opts.parse(argc - 1, argv + 1, &rest);
-	if (!parsed.ok()) {
-		log_error("%s", parsed.message().c_str());
-		return usage(stderr);
-	}
-	if (help)
-		return usage(stdout);
+	if (int rc = cli::after_parse(parsed, help, usage); rc != cli::kGoOn)
+		return rc;
 	if (cmd != "status" && cmd != "resume" && cmd != "migrate" && cmd != "job")
 		return usage(stderr);
 	auto cfg = Config::load(default_conf_path());

@@ -165,12 +165,8 @@ int main(int argc, char **argv)
 	opts.flag("help", &help, 'h');
 	std::vector<std::string> args;
 	Status parsed = opts.parse(argc, argv, &args);
-	if (!parsed.ok()) {
-		log_error("%s", parsed.message().c_str());
-		return usage(stderr);
-	}
-	if (help)
-		return usage(stdout);
+	if (int rc = cli::after_parse(parsed, help, usage, kBadInput); rc != cli::kGoOn)
+		return rc;
 	if (args.empty())
 		return usage(stderr);
 	std::string cmd = args.front();

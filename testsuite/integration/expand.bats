@@ -258,6 +258,22 @@ EOS
 	run "$ONRAMPCTL" expand 'node[1,99]'
 	[ "$status" -eq 2 ]
 	[[ $output == *"unknown node(s): node99"* ]]
+	# Every unknown node is named; what onrampctl-expand reads (libslurm's
+	# hostlist functions and node table, with jq).
+	run "$ONRAMPCTL" expand 'node[98-99,1]'
+	[ "$status" -eq 2 ]
+	[[ $output == *"unknown node(s): node98 node99"* ]]
+	run "$ONRAMP_REPO/contrib/tools/onramp-campaign" nodes 'node[2,1,98-99],node1' --json
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(jq -r '.hostlist + " " + (.nodes | join(",")) + " " + (.unknown | join(","))' <<<"$output")" = \
+		"node[1-2,98-99] node2,node1,node98,node99 node98,node99" ]
+	for bad in 'node[1-99999999]' 'node[' 'node;id'; do
+		run "$ONRAMPCTL" expand "$bad"
+		echo "$output"
+		[ "$status" -eq 2 ]
+		[[ $output == *"bad hostlist '$bad'"* ]]
+	done
 	for f in 0 1.5 -0.2 abc; do
 		run "$ONRAMPCTL" expand node4 --wave-fraction "$f"
 		echo "$output"

@@ -366,11 +366,8 @@ void pairs_and_smoke_jobs_then_done_and_a_failed_rack_reruns_alone(void **)
 	std::string dir = tmpdir();
 	World w;
 	bool smoke_fails = true;
-	w.fs.on_submit = [&](FakeSlurm::FakeJob &j, const std::vector<std::string> &args) {
-		std::string out;
-		for (size_t i = 0; i + 1 < args.size(); i++)
-			if (args[i] == "-o")
-				out = args[i + 1];
+	w.fs.on_submit = [&](FakeSlurm::FakeJob &j, const slurm::BatchJob &b) {
+		const std::string out = b.output;
 		const bool pair = j.job.name.compare(0, 12, "onramp-pair:") == 0;
 		const bool bad = !pair && j.job.name == "onramp-smoke:c1:leaf2" && smoke_fails;
 		FILE *f = fopen(out.c_str(), "w");
@@ -410,6 +407,26 @@ void pairs_and_smoke_jobs_then_done_and_a_failed_rack_reruns_alone(void **)
 	}
 	for (const auto &[name, r] : w.fs.resvs_)
 		assert_true(name.find("_pair_") == std::string::npos);
+	// Both kinds go through the one submit path as structured jobs: the
+	// pair job in its reservation on its two nodes, the smoke job by path
+	// on the rack's nodes with the admitted feature.
+	int pair_jobs = 0, smoke_jobs = 0;
+	for (const auto &b : w.fs.submitted) {
+		if (b.name.compare(0, 12, "onramp-pair:") == 0) {
+			pair_jobs++;
+			assert_int_equal(b.num_nodes, 2);
+			assert_contains(b.reservation, "_pair_");
+			assert_string_equal(b.account.c_str(), "acct");
+			assert_string_equal(b.command.back().c_str(), "--json-only");
+		} else {
+			smoke_jobs++;
+			assert_int_equal(b.num_nodes, 2);
+			assert_string_equal(b.constraint.c_str(), s.feature.c_str());
+			assert_string_equal(b.command.at(0).c_str(), "onramp-smoke-job");
+		}
+	}
+	assert_true(pair_jobs > 0);
+	assert_int_equal(smoke_jobs, 2);
 	smoke_fails = false; // fixed
 	out = d.run("c1", v, &why);
 	assert_true(out.ok());

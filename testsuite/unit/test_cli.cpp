@@ -155,6 +155,26 @@ static void options_before_the_subcommand_and_after_it(void **)
 	assert_string_equal(rest[0].c_str(), "plan");
 }
 
+// The block every tool ends its parse with: a parse error logs, prints the
+// usage to stderr and gives the tool's bad-usage code; --help prints it to
+// stdout and gives 0; otherwise the tool goes on (usage not printed).
+static void after_parse_gives_the_exit_code_or_go_on(void **)
+{
+	std::vector<FILE *> printed;
+	auto usage = [&printed](FILE *f) { printed.push_back(f); };
+	assert_int_equal(cli::after_parse(Status::Error("unknown option '--x'"), false, usage), 2);
+	assert_int_equal(cli::after_parse(Status::Error("--t needs a value"), true, usage, 3), 3);
+	assert_int_equal(printed.size(), 2);
+	assert_true(printed[0] == stderr && printed[1] == stderr);
+	assert_int_equal(cli::after_parse(Status::Ok(), true, usage), 0);
+	assert_true(printed.size() == 3 && printed[2] == stdout);
+	assert_int_equal(cli::after_parse(Status::Ok(), false, usage), cli::kGoOn);
+	assert_int_equal(printed.size(), 3);
+	// A tool's usage that returns its exit status fits too.
+	auto usage_rc = [](FILE *) { return 7; };
+	assert_int_equal(cli::after_parse(Status::Error("bad"), false, usage_rc), 2);
+}
+
 int main()
 {
 	const struct CMUnitTest tests[] = {
@@ -165,6 +185,7 @@ int main()
 	    cmocka_unit_test(a_short_help_flag_and_full_names_only),
 	    cmocka_unit_test(repeated_options_reach_the_setter_in_order),
 	    cmocka_unit_test(options_before_the_subcommand_and_after_it),
+	    cmocka_unit_test(after_parse_gives_the_exit_code_or_go_on),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

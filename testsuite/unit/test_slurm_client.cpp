@@ -146,6 +146,79 @@ static void test_switch_lines_parse_scontrol_records(void **)
 	assert_false(slurm::parse_switch_lines("SwitchName=s Level=-1\n").ok());
 }
 
+// What onrampctl expand checks its NODES with (onramp-campaign nodes):
+// ranges and lists expand in order, each node once, compressed back; every
+// node slurmctld does not know is named, not only the first.
+static void test_nodes_expand_and_every_unknown_node_is_named(void **)
+{
+	FakeSlurm f;
+	for (auto n : {"node1", "node2", "node3", "node4", "gpu07"})
+		f.add_node(n, "");
+	auto s = slurm::expand_nodes("node[3,1-2],gpu07,node1");
+	assert_true(s.ok());
+	assert_string_equal(slurm::join(s->nodes).c_str(), "node3,node1,node2,gpu07");
+	assert_string_equal(s->hostlist.c_str(), "gpu07,node[1-3]");
+	assert_true(slurm::find_unknown(f, &s.value()).ok());
+	assert_true(s->unknown.empty());
+	s = slurm::expand_nodes("node[4-6],gpu[07-09]");
+	assert_true(s.ok());
+	assert_true(slurm::find_unknown(f, &s.value()).ok());
+	assert_string_equal(slurm::join(s->unknown).c_str(), "node5,node6,gpu08,gpu09");
+	auto k = slurm::known_nodes(f, "node[4-6],gpu[07-09]");
+	assert_false(k.ok());
+	assert_contains(k.status().message(), "unknown node(s): node5 node6 gpu08 gpu09");
+	k = slurm::known_nodes(f, "node[1-2]");
+	assert_true(k.ok());
+	assert_string_equal(slurm::join(k.value()).c_str(), "node1,node2");
+	// slurmctld down: its error, not "every node unknown".
+	f.down_forever = true;
+	f.ctld_timeout_s = 0;
+	assert_false(slurm::known_nodes(f, "node1").ok());
+}
+
+// Bad and hostile expressions are refused naming the expression; a huge
+// range is refused by the hostlist limits before anything is allocated.
+static void test_nodes_refuse_bad_and_hostile_expressions(void **)
+{
+	for (auto e : {"", ",", "node[1-99999999]", "node[", "node]1[", "node[3-1]",
+	               "node[1-2][3-4]", "node;rm -rf /", "node 1", "node[1-2"}) {
+		auto s = slurm::expand_nodes(e);
+		assert_false(s.ok());
+		assert_contains(s.status().message(), std::string("'") + e + "'");
+	}
+	FakeSlurm f;
+	f.add_node("node1", "");
+	assert_false(slurm::known_nodes(f, "node[1-99999999]").ok());
+	assert_true(f.actions.empty());
+}
+
+// Every job onramp submits goes through sbatch_args: options in a fixed
+// order, Slurm's defaults where a field is empty, and each command word
+// single-quoted so that no shell on the node parses data.
+static void test_sbatch_args_quote_every_word(void **)
+{
+	slurm::BatchJob b;
+	b.name = "onramp-admit:node1";
+	b.account = "ops";
+	b.reservation = "onramp_admission_node1";
+	b.options = {"--exclusive"};
+	b.num_nodes = 2;
+	b.nodes = "node1,node2";
+	b.constraint = "onramp_admitted";
+	b.time_limit_min = 30;
+	b.output = "/var/lib/onramp/admit/%x.%j.out";
+	b.command = {"/usr/libexec/onramp/onramp-smoke-job", "echo it's $HOME; `id`"};
+	assert_string_equal(
+	    slurm::join(slurm::sbatch_args(b)).c_str(),
+	    "-J,onramp-admit:node1,-A,ops,--reservation=onramp_admission_node1,--exclusive,-N,2,"
+	    "-w,node1,node2,--constraint=onramp_admitted,-t,30,-o,/var/lib/onramp/admit/%x.%j.out,"
+	    "--wrap,'/usr/libexec/onramp/onramp-smoke-job' 'echo it'\\''s $HOME; `id`'");
+	slurm::BatchJob m;
+	m.name = "x";
+	m.command = {"true"};
+	assert_string_equal(slurm::join(slurm::sbatch_args(m)).c_str(), "-J,x,-N,1,--wrap,'true'");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -157,6 +230,9 @@ int main(void)
 	    cmocka_unit_test(test_set_active_feature),
 	    cmocka_unit_test(test_switch_lines_parse_scontrol_records),
 	    cmocka_unit_test(test_split_keeps_empty_items_and_inverts_join),
+	    cmocka_unit_test(test_nodes_expand_and_every_unknown_node_is_named),
+	    cmocka_unit_test(test_nodes_refuse_bad_and_hostile_expressions),
+	    cmocka_unit_test(test_sbatch_args_quote_every_word),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
