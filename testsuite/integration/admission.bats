@@ -88,8 +88,8 @@ setup() {
 	wait_for 60 "node7 drained" drained_with node7 '^onramp:AFFINITY_MISMATCH: .*GPU'
 	wait_for 90 "node8 drained" drained_with node8 '^onramp:CHECK_TIMEOUT: .*nccl_allreduce'
 	# The hung check and its helper process were killed at the timeout.
-	run ! pgrep -f 'onramp-admit.*node8'
-	run ! pgrep -f 'onramp-sim-hang'
+	run ! cluster_pgrep 'onramp-admit.*node8'
+	run ! cluster_pgrep 'onramp-sim-hang'
 	restore_nodes 'node[5-8]'
 }
 

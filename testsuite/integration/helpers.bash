@@ -12,6 +12,11 @@
 ONRAMP_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 ONRAMP_CLUSTER_TOOL=$ONRAMP_REPO/testsuite/cluster/onramp-cluster
 ONRAMP_POLL_INTERVAL=${ONRAMP_POLL_INTERVAL:-0.5}
+# Every wait_for and submit_wait timeout is multiplied by this (an integer):
+# testsuite/run sets 2 when other versions' suites run beside this one on
+# the same cores. A timeout only bounds how long a test waits for what must
+# happen; no test measures speed.
+ONRAMP_WAIT_SCALE=${ONRAMP_WAIT_SCALE:-1}
 
 # SLURM_CONF, ONRAMP_CLUSTER_DIR, ONRAMP_CLUSTER_NODES, ONRAMP_CLUSTER_RACKS,
 # ONRAMP_CLUSTER_USER, ONRAMP_MUNGE_SOCKET.
@@ -94,11 +99,27 @@ free_port_base() {
 	return 1
 }
 
+# cluster_pgrep PATTERN: the pids pgrep -f PATTERN finds, less those of
+# another test cluster (their SLURM_CONF names another slurm.conf: other
+# versions' suites may run on this machine at the same time); fails when
+# none is left, like pgrep. A process without SLURM_CONF counts as this
+# cluster's.
+cluster_pgrep() {
+	local pid conf rc=1
+	for pid in $(pgrep -f "$1"); do
+		conf=$(tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | sed -n 's/^SLURM_CONF=//p')
+		[[ -n $conf && $conf != "$SLURM_CONF" ]] && continue
+		echo "$pid"
+		rc=0
+	done
+	return $rc
+}
+
 # wait_for TIMEOUT MESSAGE CMD...: run CMD every $ONRAMP_POLL_INTERVAL seconds
 # until it succeeds; after TIMEOUT seconds print "timed out ... MESSAGE" and
 # fail.
 wait_for() {
-	local timeout=$1 message=$2 deadline
+	local timeout=$(($1 * ONRAMP_WAIT_SCALE)) message=$2 deadline
 	shift 2
 	deadline=$((SECONDS + timeout))
 	until "$@"; do
@@ -136,7 +157,7 @@ job_state() {
 # submit_wait JOBID STATE [TIMEOUT]: wait until the job is in STATE (e.g.
 # RUNNING, COMPLETED); fails at once if it ends in another state.
 submit_wait() {
-	local job=$1 want=$2 timeout=${3:-60} state deadline
+	local job=$1 want=$2 timeout=$((${3:-60} * ONRAMP_WAIT_SCALE)) state deadline
 	deadline=$((SECONDS + timeout))
 	while :; do
 		state=$(job_state "$job")
