@@ -636,21 +636,21 @@ private:
 		if (!hosts.ok() || hosts.value().empty())
 			return Status::Error("no nodes");
 		std::string n = std::to_string(hosts.value().size());
-		std::vector<std::string> argv = {"srun",
-		                                 "--jobid=" + std::to_string(id),
-		                                 "--overlap",
-		                                 "--uid=" + std::to_string(j.value()->uid),
-		                                 "--gid=" + std::to_string(j.value()->gid),
-		                                 "--nodes=" + n,
-		                                 "--ntasks=" + n,
-		                                 "--ntasks-per-node=1",
-		                                 "--mem=0",
-		                                 "--immediate=30",
-		                                 "--job-name=onramp-signal",
-		                                 "--quiet",
-		                                 helper,
-		                                 std::to_string(sig),
-		                                 scope == SignalScope::Full ? "full" : "steps"};
+		std::string uid = std::to_string(j.value()->uid);
+		std::string gid = std::to_string(j.value()->gid);
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(24, 11, 0)
+		// VERSION: srun's --uid/--gid are gone by 24.11 (sbatch's only,
+		// slurm_opt.c): srun itself runs as the job's user.
+		std::vector<std::string> argv = {"setpriv", "--reuid=" + uid, "--regid=" + gid,
+		                                 "--init-groups", "srun"};
+#else
+		std::vector<std::string> argv = {"srun", "--uid=" + uid, "--gid=" + gid};
+#endif
+		argv.insert(argv.end(),
+		            {"--jobid=" + std::to_string(id), "--overlap", "--nodes=" + n,
+		             "--ntasks=" + n, "--ntasks-per-node=1", "--mem=0", "--immediate=30",
+		             "--job-name=onramp-signal", "--quiet", helper, std::to_string(sig),
+		             scope == SignalScope::Full ? "full" : "steps"});
 		ProcOptions opt;
 		opt.timeout_s = 60;
 		opt.separate_stderr = true;

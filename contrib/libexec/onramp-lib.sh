@@ -138,6 +138,9 @@ onramp_reserve() { onramp_admit node reserve "$1"; }
 onramp_unreserve() { onramp_admit node unreserve "$1"; }
 
 # The "slurmd -N NODE" ancestor of this process, if any: prints "PID NODE CONF".
+# CONF is slurmd's -f, else the SLURM_CONF it was started with: a configless
+# slurmd has no -f, and from 24.11 its RebootProgram gets no SLURM_CONF; one
+# that SIGHUP re-executed (23.11+) was started with its conf-cache's.
 onramp_slurmd_ancestor() {
 	local pid=$$ cmd node conf
 	while [ "$pid" -gt 1 ] 2>/dev/null; do
@@ -145,6 +148,7 @@ onramp_slurmd_ancestor() {
 		if [ "$(basename "$(echo "$cmd" | head -1)")" = slurmd ]; then
 			node=$(echo "$cmd" | sed -n '/^-N$/{n;p;}' | head -1)
 			conf=$(echo "$cmd" | sed -n '/^-f$/{n;p;}' | head -1)
+			[ -n "$conf" ] || conf=$(tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | sed -n 's/^SLURM_CONF=//p' | head -1)
 			echo "$pid ${node:-$(hostname -s)} ${conf:-}"
 			return 0
 		fi

@@ -72,10 +72,14 @@ ensure_slurm_user() {
 	for t in mariadb-install-db mariadbd mariadb slurmdbd sacctmgr runuser; do
 		command -v "$t" >/dev/null || die "'$t' not found (the site profile needs slurmdbd, slurm-wlm-mysql-plugin and mariadb-server: contrib/install-deps)"
 	done
-	# slurmdbd must be at least slurmctld's version: another Slurm (--slurm
-	# PREFIX) needs its own, which contrib/slurm-source does not build.
-	if [[ -n ${P_SLURM:-} && ! -x $P_SLURM/sbin/slurmdbd ]]; then
-		die "--profile site with --slurm $P_SLURM: no slurmdbd there (contrib/slurm-source builds none; the installed $(command -v slurmdbd) cannot serve a newer slurmctld)"
+	# slurmdbd must be at least slurmctld's version, and sacctmgr and sacct
+	# speak its protocol: another Slurm (--slurm PREFIX) brings its own, which
+	# use_slurm put first in PATH.
+	if [[ -n ${P_SLURM:-} ]]; then
+		for t in sbin/slurmdbd bin/sacctmgr bin/sacct lib/slurm/accounting_storage_mysql.so; do
+			[[ -e $P_SLURM/$t ]] ||
+				die "--profile site with --slurm $P_SLURM: no $t there (contrib/slurm-source --version X.Y.Z adds accounting to its build once libmariadb-dev is installed: contrib/install-deps)"
+		done
 	fi
 }
 
@@ -128,6 +132,9 @@ site_write_config() {
 		echo "StorageUser=slurm"
 		echo "StoragePass=$(cat "$DB_DIR/slurm.pass")"
 		echo "StorageLoc=slurm_acct_db"
+		# The daemons' plugins (a --slurm prefix's), whatever slurmdbd was
+		# compiled for.
+		echo "PluginDir=$(system_plugin_dir)"
 		echo "LogFile=$LOG/slurmdbd.log"
 		echo "PidFile=$DBD_PID"
 		echo "DebugLevel=info"

@@ -187,7 +187,13 @@ admission_job_of() {
 	[ "$status" -ne 0 ]
 	"$ONRAMPCTL" ship-conf
 	wait_for 30 "$node's settings back" eval "grep -q '^#onramp.conf|' $(conf_cache $node)/plugstack.conf"
-	scontrol update nodename="$node" state=resume
+	# From 23.11 ship-conf's reconfigure re-executes slurmctld, which
+	# recovers node state from the last state save: a drain set
+	# milliseconds before (the epilog's) can be lost, leaving the node IDLE,
+	# where a resume is "Invalid node state" (seen on 24.11.5).
+	if [[ $(node_state "$node") == *DRAIN* ]]; then
+		scontrol update nodename="$node" state=resume
+	fi
 	wait_for 60 "$node admitted and idle" admitted_idle "$node"
 }
 
