@@ -34,6 +34,14 @@ void env_crash(const char *when, const std::string &state)
 		log_warn("%s=%s: exiting now (test hook)", var.c_str(), c);
 		_exit(99);
 	}
+	// The fault campaign's boundary: the driver stops itself (the whole
+	// process) until SIGCONT, or until the campaign kills it there.
+	var = std::string("ONRAMP_MIGRATE_STOP_") + when;
+	c = getenv(var.c_str());
+	if (c && state == c) {
+		log_warn("%s=%s: stopping until SIGCONT (test hook)", var.c_str(), c);
+		raise(SIGSTOP);
+	}
 }
 
 std::vector<std::string> expand(const std::string &hl)
@@ -88,6 +96,16 @@ slurm::SignalScope scope_of(SignalTarget t)
 	return t == SignalTarget::Batch  ? slurm::SignalScope::Batch
 	       : t == SignalTarget::Full ? slurm::SignalScope::Full
 	                                 : slurm::SignalScope::Steps;
+}
+
+// Whether j runs (or ran) again since m's signal: Slurm counted a restart,
+// or, when slurmctld lost the requeue (killed before it saved the run's
+// end, it recovers the job PENDING with its old Restarts), the run began
+// after the signal.
+bool new_run(const slurm::Job &j, const Migration &m)
+{
+	return static_cast<int64_t>(j.restarts) > m.restarts ||
+	       (m.signal_ms > 0 && j.start_time * 1000 >= m.signal_ms);
 }
 
 bool is_job_id(const std::string &t)
@@ -506,7 +524,7 @@ bool Driver::drive_locked(Migration &m)
 		for (;;) {
 			auto j = job(m.job);
 			bool on_target = false;
-			if (j && j->running() && static_cast<int64_t>(j->restarts) > m.restarts) {
+			if (j && j->running() && new_run(*j, m)) {
 				on_target = true;
 				for (const auto &n : expand(j->nodes)) {
 					if (m.target_nodes) {
@@ -528,8 +546,7 @@ bool Driver::drive_locked(Migration &m)
 			               static_cast<int64_t>(r->generation) == m.gen;
 			if (on_target && resumed)
 				break;
-			if (j && j->finished() && static_cast<int64_t>(j->restarts) > m.restarts &&
-			    !on_target) {
+			if (j && j->finished() && new_run(*j, m) && !on_target) {
 				m.error = "job ended after the release (" + j->state + ")";
 				break;
 			}

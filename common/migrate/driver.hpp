@@ -62,7 +62,9 @@ using onramp::CrashHook; // common/flow.hpp
 // Test hooks of the integration tests (unset in production, where it does
 // nothing): ONRAMP_MIGRATE_CRASH_BEFORE=STATE exits with status 99 after
 // the actions that lead to STATE but before STATE is journaled,
-// ONRAMP_MIGRATE_CRASH_AFTER=STATE right after it is journaled.
+// ONRAMP_MIGRATE_CRASH_AFTER=STATE right after it is journaled;
+// ONRAMP_MIGRATE_STOP_BEFORE/AFTER=STATE stop the process there (SIGSTOP)
+// instead, for bench/fault-campaign to inject its fault at that boundary.
 class EnvCrashHook : public CrashHook {
 public:
 	void before(const std::string &state) override;

@@ -38,6 +38,9 @@ struct Job {
 	std::string nodes; // hostlist expression, "" when none
 	std::string name, comment, admin_comment, features, work_dir, std_out, std_err;
 	uint32_t restarts = 0;
+	// When its current run began (epoch seconds; for a pending job Slurm's
+	// expected start, 0 when none).
+	int64_t start_time = 0;
 	bool requeue = false; // may be requeued (--requeue)
 	bool batch = false;   // a batch job
 	uid_t uid = 0;

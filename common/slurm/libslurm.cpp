@@ -129,6 +129,7 @@ Job to_job(const slurm_job_info_t &j)
 	o.std_out = str(j.std_out);
 	o.std_err = str(j.std_err);
 	o.restarts = j.restart_cnt;
+	o.start_time = static_cast<int64_t>(j.start_time);
 	o.requeue = j.requeue != 0;
 	o.batch = j.batch_flag != 0;
 	o.uid = static_cast<uid_t>(j.user_id);

@@ -9,6 +9,7 @@
 #include <csignal>
 #include <fstream>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "unit.hpp"
@@ -105,6 +106,7 @@ struct World {
 			r.step = 200;
 			r.restart_count = fj.job.restarts;
 			r.time_ms = clock.now_ms();
+			fj.job.start_time = clock.now_ms() / 1000;
 			assert_true(ckpt::mark_resumed(ckpt, r).ok());
 		};
 	}
@@ -277,6 +279,36 @@ void test_crash_at_every_boundary(void **)
 	double cpu = static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
 	printf("# %d crash cases in %.3f s (%.3f s of CPU)\n", cases, s, cpu);
 	assert_true(cpu < 1.0);
+}
+
+// slurmctld killed after the checkpoint, before it saved the run's end:
+// it recovers the job PENDING with its Restarts unchanged (26.05 did, in
+// faults.bats). The resumed driver holds, steers and releases it, and the
+// run on the target that began after the signal confirms the move.
+void test_requeue_lost_by_slurmctld(void **)
+{
+	World w;
+	assert_true(w.migrate_crashing("after", "CHECKPOINTED"));
+	auto &fj = w.slurm.jobs_.at(kJob);
+	fj.job.state = "PENDING";
+	fj.job.nodes.clear();
+	assert_int_equal(fj.job.restarts, 0);
+	auto start = w.slurm.on_start;
+	w.slurm.on_start = [&](FakeSlurm::FakeJob &j) {
+		w.clock.t += 5000; // it starts on the target 5 s later
+		start(j);
+	};
+	assert_int_equal(w.resume(), 1);
+	auto all = w.journal()->list(kJob);
+	assert_true(all.ok());
+	assert_int_equal(all->size(), 1);
+	assert_string_equal(all->front().state.c_str(), "DONE");
+	assert_string_equal(all->front().error.c_str(), "");
+	assert_string_equal(fj.job.state.c_str(), "RUNNING");
+	assert_false(fj.job.held);
+	assert_true(fj.job.nodes == "n3" || fj.job.nodes == "n4");
+	assert_int_equal(w.starts, 1);
+	assert_int_equal(w.count_actions("requeuehold"), 0); // it was pending: held
 }
 
 void test_ctld_down_midway(void **)
@@ -470,6 +502,34 @@ void test_from_passes_over_onramps_own_jobs(void **)
 	assert_int_equal(plan.planned[0].job, kJob);
 }
 
+// ONRAMP_MIGRATE_STOP_AFTER=STATE (bench/fault-campaign's boundary): the
+// process stops itself at that state and nowhere else, and goes on after
+// SIGCONT; the crash hooks' variables still exit with 99.
+void test_env_stop_hook(void **)
+{
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		setenv("ONRAMP_MIGRATE_STOP_AFTER", "HELD", 1);
+		migrate::EnvCrashHook hook;
+		for (const char *s : kStates) {
+			hook.before(s);
+			hook.after(s);
+		}
+		setenv("ONRAMP_MIGRATE_CRASH_BEFORE", "DONE", 1);
+		hook.before("DONE");
+		_exit(0);
+	}
+	int st = 0;
+	assert_int_equal(waitpid(pid, &st, WUNTRACED), pid);
+	assert_true(WIFSTOPPED(st));
+	assert_int_equal(WSTOPSIG(st), SIGSTOP);
+	kill(pid, SIGCONT);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 99);
+}
+
 } // namespace
 
 int main(void)
@@ -479,6 +539,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_no_crash),
 	    cmocka_unit_test(test_crash_at_every_boundary),
+	    cmocka_unit_test(test_env_stop_hook),
+	    cmocka_unit_test(test_requeue_lost_by_slurmctld),
 	    cmocka_unit_test(test_ctld_down_midway),
 	    cmocka_unit_test(test_ctld_down_too_long_aborts_cleanly),
 	    cmocka_unit_test(test_old_journal_mid_flight),
