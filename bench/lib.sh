@@ -7,21 +7,40 @@ bench_median() {
 		awk '{a[NR]=$1} END {if (NR == 0) print "nan"; else print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'
 }
 
-# bench_section NAME SECTION_FILE: replace NAME's section of bench/RESULTS.md
-# (between <!-- NAME --> markers) with SECTION_FILE's content.
+# bench_section NAME SECTION_FILE [AFTER]: replace NAME's section of
+# bench/RESULTS.md (between <!-- NAME --> markers) with SECTION_FILE's
+# content, where it stands; a new section goes after section AFTER when that
+# is there, else at the end.
 bench_section() {
-	local name=$1 section=$2 results
+	local name=$1 section=$2 after=${3:-} results
 	results=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/RESULTS.md
 	[ -f "$results" ] || printf '# onramp benchmark results\n\nEach section is written by the benchmark named in it.\n' >"$results"
 	awk -v n="$name" -v f="$section" '
-		$0 == "<!-- " n " -->" {skip = 1; next}
+		function put(  line) {
+			print "<!-- " n " -->"
+			while ((getline line <f) > 0) print line
+			close(f)
+			print "<!-- /" n " -->"
+			done = 1
+		}
+		$0 == "<!-- " n " -->" {skip = 1; if (!done) put(); next}
 		$0 == "<!-- /" n " -->" {skip = 0; next}
-		!skip {print}' "$results" >"$results.new"
-	{
-		echo "<!-- $name -->"
-		cat "$section"
-		echo "<!-- /$name -->"
-	} >>"$results.new"
+		skip {next}
+		{print}
+		END {if (!done) exit 3}' "$results" >"$results.new" || {
+		# NAME is not there yet: after AFTER's end marker, else at the end.
+		awk -v n="$name" -v f="$section" -v a="$after" '
+			function put(  line) {
+				print "<!-- " n " -->"
+				while ((getline line <f) > 0) print line
+				close(f)
+				print "<!-- /" n " -->"
+				done = 1
+			}
+			{print}
+			a != "" && $0 == "<!-- /" a " -->" && !done {put()}
+			END {if (!done) put()}' "$results" >"$results.new"
+	}
 	mv "$results.new" "$results"
 }
 
