@@ -39,6 +39,21 @@ std::string file_stamp(const std::string &path)
 	                 (long)sb.st_mtim.tv_sec, sb.st_mtim.tv_nsec, (long)sb.st_size);
 }
 
+std::string file_change_stamp(const std::string &path, int64_t *ctime_ns)
+{
+	struct stat sb;
+	if (ctime_ns)
+		*ctime_ns = 0;
+	if (stat(path.c_str(), &sb) != 0)
+		return path + " missing";
+	if (ctime_ns)
+		*ctime_ns =
+		    static_cast<int64_t>(sb.st_ctim.tv_sec) * 1000000000 + sb.st_ctim.tv_nsec;
+	return strprintf("%s %lu %ld.%09ld %ld %ld.%09ld", path.c_str(), (unsigned long)sb.st_ino,
+	                 (long)sb.st_mtim.tv_sec, sb.st_mtim.tv_nsec, (long)sb.st_size,
+	                 (long)sb.st_ctim.tv_sec, sb.st_ctim.tv_nsec);
+}
+
 Status fsync_dir(const std::string &dir)
 {
 	int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);

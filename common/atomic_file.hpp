@@ -4,6 +4,7 @@
 // after a crash the new content is durable once this returned Ok.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <sys/types.h>
 #include <vector>
@@ -33,5 +34,12 @@ Status fsync_dir(const std::string &dir);
 // acknowledges the files it loaded (onramp.h, onramp_ctx_ack) and how
 // onrampctl tells whether the plan it wrote is in force.
 std::string file_stamp(const std::string &path);
+// file_stamp plus the file's ctime ("PATH INODE MTIME.NSEC SIZE CTIME.NSEC"),
+// for telling whether a file changed since it was last looked at: the mtime
+// can be set back (cp -p, touch -r, rsync -t, tar put a file back with the
+// mtime, size and inode it had before a change) but no call sets a ctime.
+// *ctime_ns, when given, gets that ctime in nanoseconds since the epoch (0
+// when the file is missing).
+std::string file_change_stamp(const std::string &path, int64_t *ctime_ns);
 
 } // namespace onramp

@@ -1,4 +1,5 @@
 // The C API the plugin shims call (onramp.h). No exception leaves here.
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -157,24 +158,55 @@ extern "C" void onramp_ctx_destroy(onramp_ctx_t *ctx)
 	delete ctx;
 }
 
+namespace {
+
+// The files a context was loaded from: onramp.conf and, when it names a
+// rewire plan or fabric file, those and topology.conf.
+std::vector<std::string> ctx_files(const onramp_ctx_t *ctx)
+{
+	std::vector<std::string> out;
+	auto one = [&](const std::string &path) {
+		if (!path.empty())
+			out.push_back(path);
+	};
+	one(ctx->path);
+	auto cfg = onramp::ctx_config(ctx);
+	if (cfg->is_set("RewirePlan") || cfg->is_set("FabricFile")) {
+		one(cfg->str("RewirePlan"));
+		one(cfg->str("FabricFile"));
+		one(onramp::default_topology_path(*cfg));
+	}
+	return out;
+}
+
+} // namespace
+
 extern "C" void onramp_ctx_stamp(const onramp_ctx_t *ctx, char *buf, size_t buflen)
 {
 	try {
 		std::string out;
-		auto one = [&](const std::string &path) {
-			if (!path.empty())
-				out += onramp::file_stamp(path) + "\n";
-		};
-		one(ctx->path);
-		auto cfg = onramp::ctx_config(ctx);
-		if (cfg->is_set("RewirePlan") || cfg->is_set("FabricFile")) {
-			one(cfg->str("RewirePlan"));
-			one(cfg->str("FabricFile"));
-			one(onramp::default_topology_path(*cfg));
-		}
+		for (const auto &path : ctx_files(ctx))
+			out += onramp::file_stamp(path) + "\n";
 		copy_out(out, buf, buflen);
 	} catch (...) {
 		copy_out("", buf, buflen);
+	}
+}
+
+extern "C" int64_t onramp_ctx_change_stamp(const onramp_ctx_t *ctx, char *buf, size_t buflen)
+{
+	try {
+		std::string out;
+		int64_t newest = 0, ctime_ns;
+		for (const auto &path : ctx_files(ctx)) {
+			out += onramp::file_change_stamp(path, &ctime_ns) + "\n";
+			newest = std::max(newest, ctime_ns);
+		}
+		copy_out(out, buf, buflen);
+		return newest;
+	} catch (...) {
+		copy_out("", buf, buflen);
+		return 0;
 	}
 }
 

@@ -75,6 +75,18 @@ uint64_t onramp_ctx_generation(const onramp_ctx_t *ctx);
  */
 void onramp_ctx_stamp(const onramp_ctx_t *ctx, char *buf, size_t buflen);
 /*
+ * What a watcher compares to tell whether those files changed: the same
+ * files, one "PATH INODE MTIME.NSEC SIZE CTIME.NSEC" (or "PATH missing")
+ * line each, into buf. Unlike onramp_ctx_stamp it also changes when a file
+ * is put back with the inode, mtime and size it had before (cp -p, touch
+ * -r, rsync -t: the ctime cannot be set back). Returns the newest of those
+ * ctimes in nanoseconds since the epoch (0 when none), so that a watcher
+ * knows when a further change could still keep the stamp (within the
+ * filesystem's timestamp granularity). File I/O (stat); never call it
+ * under slurmctld's locks.
+ */
+int64_t onramp_ctx_change_stamp(const onramp_ctx_t *ctx, char *buf, size_t buflen);
+/*
  * Acknowledge what is in force: writes path (crash-safe) with a first line
  * "status loaded" or "status kept <why the last reload failed>", then the
  * stamp (one "PATH INODE MTIME.NSEC SIZE" or "PATH missing" line per file),

@@ -130,6 +130,63 @@ reconfigure_expect() {
 	reconfigure_expect "$off" "job_submit/onramp: loaded .*onramp\.conf" replaced
 }
 
+# ms_into SECONDS: the part of the current second gone by, in
+# milliseconds, if the clock still shows SECONDS; fails once it does not.
+ms_into() {
+	local now
+	now=$(date +%s.%N)
+	[ "${now%.*}" = "$1" ] || return 1
+	echo $((10#${now#*.} / 1000000))
+}
+
+# watcher_loaded_since OFFSET: job_submit/onramp's watcher logged a
+# (re)load after OFFSET; looks every 20 ms for up to 3 s.
+watcher_loaded_since() {
+	for _ in $(seq 150); do
+		log_since_has "$ONRAMP_CTLD_LOG" "$1" "job_submit/onramp: loaded .*onramp\.conf" && return 0
+		sleep 0.02
+	done
+	return 1
+}
+
+@test "a second reconfigure within the second of the watcher's last reload is acted upon" {
+	local try sec off ms
+	# A reconfigure early in a second, and the watcher's reload of it
+	# within that second (slurm_conf.last_update counts seconds). A few
+	# tries: the watcher polls once a second, at a phase of its own.
+	for try in 1 2 3 4 5; do
+		until ms=$(ms_into "$(date +%s)") && ((ms < 100)); do sleep 0.01; done
+		sec=$(date +%s)
+		off=$(log_offset "$ONRAMP_CTLD_LOG")
+		scontrol reconfigure
+		watcher_loaded_since "$off"
+		ms=$(ms_into "$sec") && ((ms < 800)) && break
+		sleep 1.5
+	done
+	echo "try $try, watcher's reload ${ms:-late} ms into the second"
+	# Another reconfigure in that second: onramp.conf is read again.
+	off=$(log_offset "$ONRAMP_CTLD_LOG")
+	scontrol reconfigure
+	wait_for 30 "job_submit/onramp reloading after the second reconfigure" \
+		log_since_has "$ONRAMP_CTLD_LOG" "$off" "job_submit/onramp: loaded .*onramp\.conf"
+}
+
+@test "onramp.conf changed and put back with cp -p between two polls is read again" {
+	local off
+	# No reconfigure or change in the last seconds: the watcher goes by the
+	# file's stamp alone.
+	sleep 3
+	off=$(log_offset "$ONRAMP_CTLD_LOG")
+	# Milliseconds: the watcher (once a second) almost never sees the
+	# bad file, and the restored one has the inode, mtime and size the
+	# watcher saw last.
+	echo "ThisIsNotAKey=1" >"$ONRAMP_CONF"
+	cp -p "$BACKUP" "$ONRAMP_CONF"
+	wait_for 30 "job_submit/onramp reloading the restored onramp.conf" \
+		log_since_has "$ONRAMP_CTLD_LOG" "$off" "job_submit/onramp: loaded .*onramp\.conf"
+	ctld_is_up
+}
+
 @test "a malformed onramp.conf at startup is refused with its line number" {
 	# A second, private cluster whose onramp.conf is broken before start.
 	# (munged wants every directory above its socket searchable by all.)

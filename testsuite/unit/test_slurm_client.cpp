@@ -184,7 +184,7 @@ static void test_nodes_refuse_bad_and_hostile_expressions(void **)
 	               "node[1-2][3-4]", "node;rm -rf /", "node 1", "node[1-2"}) {
 		auto s = slurm::expand_nodes(e);
 		assert_false(s.ok());
-		assert_contains(s.status().message(), std::string("'") + e + "'");
+		assert_contains(s.status().message(), (std::string("'") + e + "'").c_str());
 	}
 	FakeSlurm f;
 	f.add_node("node1", "");

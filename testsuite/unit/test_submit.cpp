@@ -1,7 +1,10 @@
 // job_submit/onramp policy: the admission-path guard.
 #include "unit.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "atomic_file.hpp"
 #include "log.hpp"
@@ -131,6 +134,54 @@ static void the_watcher_acknowledges_what_is_in_force(void **)
 	onramp_ctx_destroy(ctx);
 }
 
+// Rewrite path in place with text, then give it back the mtime it had, as
+// "cp -p BACKUP path" does over an existing file.
+static void rewrite_keeping_mtime(const std::string &path, const std::string &text)
+{
+	struct stat sb;
+	assert_int_equal(stat(path.c_str(), &sb), 0);
+	int fd = open(path.c_str(), O_WRONLY | O_TRUNC);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text.data(), text.size()), (ssize_t)text.size());
+	struct timespec times[2] = {sb.st_atim, sb.st_mtim};
+	assert_int_equal(futimens(fd, times), 0);
+	close(fd);
+}
+
+// What the watcher compares: a file changed and put back with cp -p (the
+// same inode, mtime and size; the file_stamp of the acknowledgement is the
+// same) still reads as changed, by its ctime; the newest ctime comes back.
+static void a_file_put_back_with_cp_p_reads_as_changed(void **)
+{
+	std::string dir = unit_tmpdir(), conf = dir + "/onramp.conf";
+	const std::string good = "# good\n";
+	assert_true(write_file_atomic(conf, good).ok());
+	char err[512] = "";
+	onramp_ctx_t *ctx = onramp_ctx_create(conf.c_str(), "test", err, sizeof(err));
+	assert_non_null(ctx);
+	char stamp[4096], stamp2[4096], change[8192], change2[8192];
+	onramp_ctx_stamp(ctx, stamp, sizeof(stamp));
+	int64_t ctime0 = onramp_ctx_change_stamp(ctx, change, sizeof(change));
+	struct stat sb;
+	assert_int_equal(stat(conf.c_str(), &sb), 0);
+	assert_true(ctime0 == (int64_t)sb.st_ctim.tv_sec * 1000000000 + sb.st_ctim.tv_nsec);
+	assert_contains(change, strprintf("%s %lu %ld.%09ld %ld %ld.%09ld\n", conf.c_str(),
+	                                  (unsigned long)sb.st_ino, (long)sb.st_mtim.tv_sec,
+	                                  sb.st_mtim.tv_nsec, (long)sb.st_size,
+	                                  (long)sb.st_ctim.tv_sec, sb.st_ctim.tv_nsec)
+	                            .c_str());
+	// Past the filesystem's timestamp granularity (a clock tick).
+	usleep(50000);
+	rewrite_keeping_mtime(conf, "NoSuchKey=1\n");
+	rewrite_keeping_mtime(conf, good);
+	onramp_ctx_stamp(ctx, stamp2, sizeof(stamp2));
+	assert_string_equal(stamp2, stamp);
+	int64_t ctime1 = onramp_ctx_change_stamp(ctx, change2, sizeof(change2));
+	assert_string_not_equal(change2, change);
+	assert_true(ctime1 > ctime0);
+	onramp_ctx_destroy(ctx);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -139,6 +190,7 @@ int main(void)
 	    cmocka_unit_test(admins_use_it_only_inside_a_reservation),
 	    cmocka_unit_test(modify_cannot_move_a_user_job_in),
 	    cmocka_unit_test(the_watcher_acknowledges_what_is_in_force),
+	    cmocka_unit_test(a_file_put_back_with_cp_p_reads_as_changed),
 	};
 	return cmocka_run_group_tests_name("submit", tests, NULL, NULL);
 }

@@ -45,7 +45,8 @@ typedef struct {
 	pthread_t tid;
 	pthread_mutex_t mu;
 	pthread_cond_t cond;
-	bool stop, done; /* under mu */
+	int64_t loaded_ns; /* wall-clock time before init() loaded ctx */
+	bool stop, done;   /* under mu */
 } watcher_t;
 
 static watcher_t *watcher = NULL;
@@ -64,22 +65,58 @@ static time_t _conf_update_time(void)
 	return __atomic_load_n(&slurm_conf.last_update, __ATOMIC_RELAXED);
 }
 
+#define NSEC_PER_SEC 1000000000LL
+
+static int64_t _wall_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * NSEC_PER_SEC + ts.tv_nsec;
+}
+
+/*
+ * Whether a look that began at wall-clock time t_ns can miss a change after
+ * it, the last one it saw having been at change_ns: slurm_conf.last_update
+ * counts whole seconds, so a reconfigure later in the second it names
+ * leaves it as it is, and a file changed again within its filesystem's
+ * timestamp granularity keeps its stamp. Either is possible only within a
+ * second of that change (a time further off, ahead on a file server's
+ * clock say, is not taken as recent); then the next poll reloads whatever
+ * it sees.
+ */
+static bool _unsettled(int64_t change_ns, int64_t t_ns)
+{
+	return (change_ns > t_ns - NSEC_PER_SEC) && (change_ns < t_ns + NSEC_PER_SEC);
+}
+
 /*
  * Re-read onramp.conf whenever slurmctld re-read its own configuration.
  * slurm_conf.last_update has one-second resolution, so the files themselves
  * are watched too: a change of onramp.conf, the rewire plan, the fabric file
  * or topology.conf is read within a second, reconfigure or not (a bad file
- * is logged and the last good state kept, as at reconfigure). Each (re)load
- * is acknowledged in a file with the stamps of the files it read, so that
- * onrampctl knows when a plan it wrote is in force. Takes no Slurm lock:
- * it only swaps libonramp's state, under libonramp's own mutex.
+ * is logged and the last good state kept, as at reconfigure). Changes are
+ * told by the files' change stamps (ctime included: a file put back with
+ * cp -p has its old mtime, size and inode), always taken before the files
+ * are read, and a look within a second of the last change is followed by
+ * one more reload (_unsettled). Each (re)load is acknowledged in a file with
+ * the stamps of the files it read, so that onrampctl knows when a plan it
+ * wrote is in force. Takes no Slurm lock: it only swaps libonramp's state,
+ * under libonramp's own mutex.
  */
 static void *_watch(void *arg)
 {
 	watcher_t *w = arg;
-	char stamp[4096], now_stamp[4096];
+	char stamp[4096], seen_files[8192], now_files[8192];
+	int64_t t_ns = _wall_ns(), newest;
 	time_t seen = _conf_update_time();
+	bool recheck;
 
+	/* What init() loaded may be older than what this first look sees:
+	 * a change during or just before the load gets one more reload. */
+	newest = onramp_ctx_change_stamp(w->ctx, seen_files, sizeof(seen_files));
+	recheck =
+	    _unsettled((int64_t)seen * NSEC_PER_SEC, t_ns) || _unsettled(newest, w->loaded_ns);
 	onramp_ctx_stamp(w->ctx, stamp, sizeof(stamp));
 	if (w->ack[0])
 		(void)onramp_ctx_ack(w->ctx, w->ack, stamp);
@@ -94,15 +131,19 @@ static void *_watch(void *arg)
 		if (w->stop)
 			break;
 		slurm_mutex_unlock(&w->mu);
+		/* The time before the look: a change after it is later. */
+		t_ns = _wall_ns();
 		now = _conf_update_time();
-		onramp_ctx_stamp(w->ctx, now_stamp, sizeof(now_stamp));
-		if ((now != seen) || strcmp(now_stamp, stamp)) {
+		newest = onramp_ctx_change_stamp(w->ctx, now_files, sizeof(now_files));
+		if (recheck || (now != seen) || strcmp(now_files, seen_files)) {
 			seen = now;
-			strlcpy(stamp, now_stamp, sizeof(stamp));
+			strlcpy(seen_files, now_files, sizeof(seen_files));
+			onramp_ctx_stamp(w->ctx, stamp, sizeof(stamp));
 			(void)onramp_ctx_reload(w->ctx);
 			if (w->ack[0])
 				(void)onramp_ctx_ack(w->ctx, w->ack, stamp);
 		}
+		recheck = _unsettled((int64_t)now * NSEC_PER_SEC, t_ns) || _unsettled(newest, t_ns);
 		slurm_mutex_lock(&w->mu);
 	}
 	w->done = true;
@@ -111,11 +152,12 @@ static void *_watch(void *arg)
 	return NULL;
 }
 
-static void _watch_start(void)
+static void _watch_start(int64_t loaded_ns)
 {
 	watcher_t *w = xmalloc(sizeof(*w));
 
 	w->ctx = ctx;
+	w->loaded_ns = loaded_ns;
 	/* init() runs at startup or under the reconfigure's config write
 	 * lock: slurm_conf is stable here. */
 	if (slurm_conf.state_save_location && (slurm_conf.state_save_location[0] == '/'))
@@ -172,11 +214,13 @@ static bool _watch_stop(watcher_t *w)
 
 extern int init(void)
 {
+	int64_t loaded_ns = _wall_ns();
+
 	onramp_shim_log_init();
 	ctx = onramp_shim_ctx_create(plugin_type, ONRAMP_SCOPE_POLICY);
 	if (!ctx)
 		return SLURM_ERROR;
-	_watch_start();
+	_watch_start(loaded_ns);
 	return SLURM_SUCCESS;
 }
 
