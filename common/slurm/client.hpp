@@ -236,7 +236,7 @@ void set_default_client(std::unique_ptr<SlurmClient> c);
 // Call attempt until it reports that slurmctld answered (true) or
 // timeout_s has passed; between attempts sleep first_s doubling up to
 // max_s (through sleep, so a fake clock can stand in). Returns whether
-// slurmctld answered at last.
+// slurmctld answered at last. timeout_s 0: one attempt, nothing logged.
 struct Backoff {
 	double timeout_s = 600, first_s = 0.5, max_s = 5;
 	std::function<void(double)> sleep; // default: really sleep
