@@ -11,7 +11,7 @@ Json to_json(const Job &j)
 	o.set("nodes", j.nodes).set("restarts", static_cast<int64_t>(j.restarts));
 	o.set("switches", static_cast<int64_t>(j.req_switch));
 	o.set("switch_wait_s", static_cast<int64_t>(j.wait4switch));
-	return o.set("comment", j.comment);
+	return o.set("comment", j.comment).set("admin_comment", j.admin_comment);
 }
 
 Json to_json(const CtlConf &c)

@@ -11,10 +11,10 @@ namespace onramp {
 namespace slurm {
 
 // {"job", "uid", "state", "finished", "held", "nodes", "restarts",
-// "switches", "switch_wait_s", "comment"}: state as Slurm names it,
-// finished per Job::finished(), nodes "" when none, switches and
-// switch_wait_s the --switches request (0 and 0 without one), comment the
-// user's text as a string.
+// "switches", "switch_wait_s", "comment", "admin_comment"}: state as Slurm
+// names it, finished per Job::finished(), nodes "" when none, switches and
+// switch_wait_s the --switches request (0 and 0 without one), the comments
+// as strings (the user's text is never parsed here).
 Json to_json(const Job &j);
 
 // {"cluster_name", "slurm_user": {"name", "uid"}, "job_submit_plugins",

@@ -256,10 +256,12 @@ static void test_job_json_carries_state_nodes_hold_and_switches(void **)
 	                    "{\"job\":7,\"uid\":1000,\"state\":\"RUNNING\",\"finished\":false,"
 	                    "\"held\":false,\"nodes\":\"n[1-2]\",\"restarts\":1,\"switches\":0,"
 	                    "\"switch_wait_s\":0,"
-	                    "\"comment\":\"onramp:ckpt=/ck Switches=9 \\\"x\\\"\"}");
+	                    "\"comment\":\"onramp:ckpt=/ck Switches=9 \\\"x\\\"\","
+	                    "\"admin_comment\":\"\"}");
 	slurm::FakeSlurm::FakeJob &p = f.add_job(8, "", "");
 	p.job.state = "PENDING";
 	slurm::JobUpdate u;
+	u.admin_comment = "onramp:rewire-held window=w1";
 	u.req_switch = 2;
 	u.wait4switch = 300;
 	assert_true(f.update_job(8, u).ok());
@@ -269,7 +271,8 @@ static void test_job_json_carries_state_nodes_hold_and_switches(void **)
 	assert_string_equal(slurm::to_json(*j.value()).dump().c_str(),
 	                    "{\"job\":8,\"uid\":1000,\"state\":\"PENDING\",\"finished\":false,"
 	                    "\"held\":true,\"nodes\":\"\",\"restarts\":0,\"switches\":2,"
-	                    "\"switch_wait_s\":300,\"comment\":\"\"}");
+	                    "\"switch_wait_s\":300,\"comment\":\"\","
+	                    "\"admin_comment\":\"onramp:rewire-held window=w1\"}");
 	p.job.state = "COMPLETED";
 	assert_contains(slurm::to_json(p.job).dump(), "\"finished\":true");
 }
