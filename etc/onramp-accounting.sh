@@ -11,15 +11,25 @@
 #
 # usage: onramp-accounting.sh [--cluster NAME] [--slurm-user USER]
 #                             [--account NAME] [--dry-run]
-# Idempotent: what exists already is left as is. --dry-run prints the
-# sacctmgr commands instead of running them. The test harness runs this file
+# --cluster and --slurm-user default to slurmctld's ClusterName and SlurmUser
+# (read with onramp-config --slurm --json) when it answers; SlurmUser falls
+# back to "slurm". Idempotent: what exists already is left as is. --dry-run
+# prints the sacctmgr commands instead of running them. The test harness runs this file
 # (onramp-cluster --profile site), so the commands below are the tested ones.
 set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
 
-# Defaults from slurmctld when it answers (the options when it does not yet).
-config=$(scontrol show config 2>/dev/null) || config=
-cluster=$(sed -n 's/^ClusterName *= *//p' <<<"$config")
-slurm_user=$(sed -n 's/^SlurmUser *= *\([^(]*\).*/\1/p' <<<"$config")
+# onramp's tools as onrampctl finds them (onramp-lib.sh's onramp_tool): in
+# the checkout this file is in (the test harness runs it there), else
+# installed.
+for libexec in "$here/../contrib/libexec" /usr/libexec/onramp /usr/local/libexec/onramp; do
+	[[ -f $libexec/onramp-lib.sh ]] && break
+done
+# shellcheck source=../contrib/libexec/onramp-lib.sh
+[[ ! -f $libexec/onramp-lib.sh ]] || . "$libexec/onramp-lib.sh"
+
+cluster=
+slurm_user=
 account=onramp
 dry=false
 while (($#)); do
@@ -31,6 +41,13 @@ while (($#)); do
 	*) echo "onramp-accounting.sh: unknown argument '$1'" >&2; exit 2 ;;
 	esac
 done
+# Defaults from slurmctld when it answers (onramp-config --slurm: libslurm,
+# asked once), the options when it does not yet.
+if [[ -z $cluster || -z $slurm_user ]]; then
+	config=$("$(onramp_tool onramp-config 2>/dev/null)" --slurm --json 2>/dev/null) || config='{}'
+	[[ -n $cluster ]] || cluster=$(jq -r '.cluster_name // empty' <<<"$config")
+	[[ -n $slurm_user ]] || slurm_user=$(jq -r '.slurm_user.name // empty' <<<"$config")
+fi
 [[ -n $cluster ]] || { echo "onramp-accounting.sh: no cluster name (give --cluster)" >&2; exit 2; }
 [[ -n $slurm_user ]] || slurm_user=slurm
 

@@ -56,6 +56,8 @@ bool retry_while_unreachable(const Backoff &b, const std::function<bool()> &atte
 {
 	if (attempt())
 		return true;
+	if (b.timeout_s <= 0)
+		return false; // asked once: the caller reports the error
 	auto sleep = b.sleep ? b.sleep : [](double s) {
 		std::this_thread::sleep_for(
 		    std::chrono::milliseconds(static_cast<int64_t>(s * 1000)));

@@ -55,6 +55,10 @@ struct Job {
 	// the request's priority as the user's), so the reason does not say
 	// who held it.
 	bool held = false;
+	// --switches: at most req_switch leaf switches, waited for up to
+	// wait4switch seconds (0, 0 when the job asks for none).
+	uint32_t req_switch = 0;
+	uint32_t wait4switch = 0;
 	bool running() const { return state == "RUNNING" || state == "CONFIGURING"; }
 	bool pending() const { return state == "PENDING"; }
 	// Ended (completed, failed, cancelled, timed out...).
@@ -104,6 +108,8 @@ struct CtlConf {
 	std::string job_submit_plugins;  // JobSubmitPlugins as configured ("lua,onramp")
 	std::string state_save_location; // StateSaveLocation
 	uid_t slurm_user_uid = 0;        // SlurmUser
+	std::string slurm_user_name;     // SlurmUser's name as slurmctld resolved it
+	std::string cluster_name;        // ClusterName
 };
 
 // An event trigger (strigger): its id and program line.
@@ -230,7 +236,7 @@ void set_default_client(std::unique_ptr<SlurmClient> c);
 // Call attempt until it reports that slurmctld answered (true) or
 // timeout_s has passed; between attempts sleep first_s doubling up to
 // max_s (through sleep, so a fake clock can stand in). Returns whether
-// slurmctld answered at last.
+// slurmctld answered at last. timeout_s 0: one attempt, nothing logged.
 struct Backoff {
 	double timeout_s = 600, first_s = 0.5, max_s = 5;
 	std::function<void(double)> sleep; // default: really sleep

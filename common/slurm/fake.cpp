@@ -154,9 +154,9 @@ Status FakeSlurm::update_job(uint32_t id, const JobUpdate &u)
 			what += " exc_nodes=" + *u.exc_nodes;
 		}
 		if (u.req_switch)
-			j.req_switch = *u.req_switch;
+			j.job.req_switch = *u.req_switch;
 		if (u.wait4switch)
-			j.wait4switch = *u.wait4switch;
+			j.job.wait4switch = *u.wait4switch;
 	}
 	actions.push_back(what);
 	return Status::Ok();

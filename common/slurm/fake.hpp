@@ -21,7 +21,6 @@ public:
 	struct FakeJob {
 		Job job;
 		std::string exc_nodes;
-		uint32_t req_switch = 0, wait4switch = 0;
 		int num_nodes = 1;
 	};
 	std::map<uint32_t, FakeJob> jobs_;

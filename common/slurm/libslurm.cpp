@@ -136,6 +136,10 @@ Job to_job(const slurm_job_info_t &j)
 	o.exit_status = static_cast<int>((j.exit_code >> 8) & 0xff);
 	o.state_desc = str(j.state_desc);
 	o.held = j.priority == 0;
+	if (j.req_switch != NO_VAL && j.req_switch != 0) {
+		o.req_switch = j.req_switch;
+		o.wait4switch = j.wait4switch == NO_VAL ? 0 : j.wait4switch;
+	}
 	o.gid = static_cast<gid_t>(j.group_id);
 	if (j.array_task_id != NO_VAL) {
 		o.array_job_id = j.array_job_id;
@@ -441,7 +445,8 @@ public:
 		if (err)
 			return fail(err, "cannot read Slurm's configuration");
 		CtlConf out{str(conf->job_submit_plugins), str(conf->state_save_location),
-		            static_cast<uid_t>(conf->slurm_user_id)};
+		            static_cast<uid_t>(conf->slurm_user_id), str(conf->slurm_user_name),
+		            str(conf->cluster_name)};
 		free_conf(conf);
 		return out;
 	}

@@ -9,6 +9,11 @@
 // The admin check of onramp's shell tools: exit 0 when the caller is root
 // or SlurmUser (from slurmctld's configuration), else 2 with "only root or
 // SlurmUser (NAME) may WHAT" on stderr.
+//   onramp-config --slurm [--json] [--timeout S]
+// slurmctld's configuration values onramp's shell tools need, as one JSON
+// object (slurm::to_json(CtlConf): cluster_name, slurm_user {name, uid},
+// ...), read with libslurm; exit 1 when slurmctld has not answered within S
+// seconds (default 0: asked once).
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -22,6 +27,7 @@
 #include "config.hpp"
 #include "log.hpp"
 #include "slurm/client.hpp"
+#include "slurm/to_json.hpp"
 
 using namespace onramp;
 
@@ -30,7 +36,8 @@ static int usage(FILE *f)
 	fprintf(f,
 	        "usage: onramp-config [--conf FILE] [--node NAME] [--check] [--seconds] [--list] "
 	        "[KEY...]\n"
-	        "       onramp-config --require-admin WHAT\n");
+	        "       onramp-config --require-admin WHAT\n"
+	        "       onramp-config --slurm [--json] [--timeout S]\n");
 	return f == stdout ? 0 : 2;
 }
 
@@ -54,12 +61,26 @@ static int require_admin(const std::string &what)
 	return 2;
 }
 
+// onramp-config --slurm: slurmctld's configuration as JSON.
+static int print_slurm(double timeout_s)
+{
+	auto conf = slurm::libslurm_client(timeout_s)->ctl_conf();
+	if (!conf.ok()) {
+		log_error("%s", conf.status().message().c_str());
+		return 1;
+	}
+	printf("%s\n", slurm::to_json(conf.value()).dump(true).c_str());
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	log_set_program("onramp-config");
 	std::string path = default_conf_path(), node;
 	std::string admin_what;
 	bool admin = false, list = false, seconds = false, check = false, help = false;
+	bool slurm_conf = false, json = false; // --json: --slurm's one output form
+	double timeout_s = 0;
 	std::vector<std::string> keys;
 	cli::Parser opts;
 	opts.value("require-admin", [&](const std::string &v) {
@@ -70,12 +91,22 @@ int main(int argc, char **argv)
 	opts.value("conf", &path).value("node", &node);
 	// --check: validation happens below in every case.
 	opts.flag("check", &check).flag("seconds", &seconds).flag("list", &list);
+	opts.flag("slurm", &slurm_conf).flag("json", &json);
+	opts.value("timeout", [&](const std::string &v) {
+		auto d = parse_duration(v);
+		if (!d.ok())
+			return d.status();
+		timeout_s = static_cast<double>(d.value());
+		return Status::Ok();
+	});
 	opts.flag("help", &help, 'h');
 	Status parsed = opts.parse(argc, argv, &keys);
 	if (int rc = cli::after_parse(parsed, help, usage); rc != cli::kGoOn)
 		return rc;
 	if (admin)
 		return require_admin(admin_what);
+	if (slurm_conf)
+		return keys.empty() && !list ? print_slurm(timeout_s) : usage(stderr);
 	auto cfg = Config::load(path);
 	if (!cfg.ok()) {
 		log_error("%s", cfg.status().message().c_str());

@@ -7,9 +7,10 @@
 //                  [--rollback] [--json]
 //   onramp-migrate resume [--json]   finish what an interrupted run left
 //   onramp-migrate status [JOB] [--json]
-//   onramp-migrate job JOB          the job's uid and checkpoint directory
-//                                   as JSON, from libslurm (for onrampctl's
-//                                   shell commands: never scontrol's text)
+//   onramp-migrate job JOB          the job as JSON from libslurm (uid,
+//                                   state, nodes, restarts, held, switches,
+//                                   checkpoint directory...: for onrampctl's
+//                                   shell commands, never scontrol's text)
 //
 // Exit 0 all done, 1 some migration aborted or failed, 2 bad usage.
 #include <cstdint>
@@ -29,6 +30,7 @@
 #include "migrate/journal.hpp"
 #include "migrate/migrate.hpp"
 #include "slurm/client.hpp"
+#include "slurm/to_json.hpp"
 
 using namespace onramp;
 using migrate::Migration;
@@ -56,9 +58,10 @@ Json to_json(const Migration &m)
 	return o;
 }
 
-// onramp-migrate job JOB: what the shell commands need of a job, read with
-// libslurm; the comment is the user's text, so only the onramp:ckpt= value
-// is taken from it, never a field.
+// onramp-migrate job JOB: what the shell commands and contrib/demo need of
+// a job, read with libslurm (slurm::to_json); the comment is the user's
+// text, so it is printed as a string and only the onramp:ckpt= value is
+// taken from it, never another field.
 int print_job(slurm::SlurmClient &sc, const std::vector<std::string> &rest)
 {
 	if (rest.size() != 1)
@@ -74,11 +77,8 @@ int print_job(slurm::SlurmClient &sc, const std::vector<std::string> &rest)
 		          j.ok() ? "not known to slurmctld" : j.status().message().c_str());
 		return 1;
 	}
-	const slurm::Job &job = *j.value();
-	Json o = Json::object();
-	o.set("job", static_cast<int64_t>(job.id)).set("uid", static_cast<int64_t>(job.uid));
-	o.set("state", job.state);
-	o.set("ckpt_dir", migrate::comment_value(job.comment, migrate::kCkptCommentKey));
+	Json o = slurm::to_json(*j.value());
+	o.set("ckpt_dir", migrate::comment_value(j.value()->comment, migrate::kCkptCommentKey));
 	printf("%s\n", o.dump(true).c_str());
 	return 0;
 }

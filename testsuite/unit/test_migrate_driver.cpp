@@ -206,7 +206,7 @@ struct World {
 		assert_true(fj.job.nodes == "n3" || fj.job.nodes == "n4");
 		assert_string_equal(fj.job.features.c_str(), "rack2");
 		assert_string_equal(fj.exc_nodes.c_str(), "n1");
-		assert_int_equal(fj.req_switch, 1); // one leaf before, one after
+		assert_int_equal(fj.job.req_switch, 1); // one leaf before, one after
 		assert_string_equal(fj.job.admin_comment.c_str(), "site note"); // marker gone
 		for (const auto &n : slurm.nodes_) {
 			if (n.second.drain)

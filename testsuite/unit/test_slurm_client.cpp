@@ -1,9 +1,11 @@
 // common/slurm over FakeSlurm: drain/resume never touch a reason onramp
-// did not write, retry while slurmctld is down (bounded), the admin check.
+// did not write, retry while slurmctld is down (bounded), the admin check,
+// the JSON the tools print of jobs and slurmctld's configuration.
 #include "unit.hpp"
 
 #include "slurm/client.hpp"
 #include "slurm/fake.hpp"
+#include "slurm/to_json.hpp"
 
 using namespace onramp;
 using slurm::FakeSlurm;
@@ -219,6 +221,62 @@ static void test_sbatch_args_quote_every_word(void **)
 	assert_string_equal(slurm::join(slurm::sbatch_args(m)).c_str(), "-J,x,-N,1,--wrap,'true'");
 }
 
+// What onramp-config --slurm prints (etc/onramp-accounting.sh reads its
+// defaults from it with jq): ClusterName and SlurmUser's name and uid.
+static void test_ctl_conf_json_names_cluster_and_slurm_user(void **)
+{
+	FakeSlurm f;
+	f.slurm_user = 64030;
+	f.conf_.slurm_user_name = "slurm";
+	f.conf_.cluster_name = "onramp-test";
+	f.conf_.job_submit_plugins = "onramp";
+	f.conf_.state_save_location = "/var/spool/slurmctld";
+	auto c = f.ctl_conf();
+	assert_true(c.ok());
+	assert_string_equal(slurm::to_json(c.value()).dump().c_str(),
+	                    "{\"cluster_name\":\"onramp-test\","
+	                    "\"slurm_user\":{\"name\":\"slurm\",\"uid\":64030},"
+	                    "\"job_submit_plugins\":\"onramp\","
+	                    "\"state_save_location\":\"/var/spool/slurmctld\"}");
+	f.down_forever = true;
+	f.ctld_timeout_s = 0;
+	assert_false(f.ctl_conf().ok()); // no answer: an error, never empty defaults
+}
+
+// What onramp-migrate job prints (contrib/demo and onrampctl read it with
+// jq): state, nodes, restarts, the hold, the --switches request as
+// update_job set it; the comment stays one string whatever it holds.
+static void test_job_json_carries_state_nodes_hold_and_switches(void **)
+{
+	FakeSlurm f;
+	f.add_job(7, "n[1-2]", "onramp:ckpt=/ck Switches=9 \"x\"").job.restarts = 1;
+	auto j = f.job(7);
+	assert_true(j.ok() && j.value());
+	assert_string_equal(slurm::to_json(*j.value()).dump().c_str(),
+	                    "{\"job\":7,\"uid\":1000,\"state\":\"RUNNING\",\"finished\":false,"
+	                    "\"held\":false,\"nodes\":\"n[1-2]\",\"restarts\":1,\"switches\":0,"
+	                    "\"switch_wait_s\":0,"
+	                    "\"comment\":\"onramp:ckpt=/ck Switches=9 \\\"x\\\"\","
+	                    "\"admin_comment\":\"\"}");
+	slurm::FakeSlurm::FakeJob &p = f.add_job(8, "", "");
+	p.job.state = "PENDING";
+	slurm::JobUpdate u;
+	u.admin_comment = "onramp:rewire-held window=w1";
+	u.req_switch = 2;
+	u.wait4switch = 300;
+	assert_true(f.update_job(8, u).ok());
+	assert_true(f.hold(8).ok());
+	j = f.job(8);
+	assert_true(j.ok() && j.value());
+	assert_string_equal(slurm::to_json(*j.value()).dump().c_str(),
+	                    "{\"job\":8,\"uid\":1000,\"state\":\"PENDING\",\"finished\":false,"
+	                    "\"held\":true,\"nodes\":\"\",\"restarts\":0,\"switches\":2,"
+	                    "\"switch_wait_s\":300,\"comment\":\"\","
+	                    "\"admin_comment\":\"onramp:rewire-held window=w1\"}");
+	p.job.state = "COMPLETED";
+	assert_contains(slurm::to_json(p.job).dump(), "\"finished\":true");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -233,6 +291,8 @@ int main(void)
 	    cmocka_unit_test(test_nodes_expand_and_every_unknown_node_is_named),
 	    cmocka_unit_test(test_nodes_refuse_bad_and_hostile_expressions),
 	    cmocka_unit_test(test_sbatch_args_quote_every_word),
+	    cmocka_unit_test(test_ctl_conf_json_names_cluster_and_slurm_user),
+	    cmocka_unit_test(test_job_json_carries_state_nodes_hold_and_switches),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
