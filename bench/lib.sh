@@ -12,10 +12,11 @@ bench_median() {
 # content, where it stands; a new section goes after section AFTER when that
 # is there, else at the end.
 bench_section() {
-	local name=$1 section=$2 after=${3:-} results
+	local name=$1 section=$2 after=${3:-} results present=0
 	results=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/RESULTS.md
 	[ -f "$results" ] || printf '# onramp benchmark results\n\nEach section is written by the benchmark named in it.\n' >"$results"
-	awk -v n="$name" -v f="$section" '
+	grep -qxF "<!-- $name -->" "$results" && present=1
+	awk -v n="$name" -v f="$section" -v a="$after" -v present="$present" '
 		function put(  line) {
 			print "<!-- " n " -->"
 			while ((getline line <f) > 0) print line
@@ -27,20 +28,8 @@ bench_section() {
 		$0 == "<!-- /" n " -->" {skip = 0; next}
 		skip {next}
 		{print}
-		END {if (!done) exit 3}' "$results" >"$results.new" || {
-		# NAME is not there yet: after AFTER's end marker, else at the end.
-		awk -v n="$name" -v f="$section" -v a="$after" '
-			function put(  line) {
-				print "<!-- " n " -->"
-				while ((getline line <f) > 0) print line
-				close(f)
-				print "<!-- /" n " -->"
-				done = 1
-			}
-			{print}
-			a != "" && $0 == "<!-- /" a " -->" && !done {put()}
-			END {if (!done) put()}' "$results" >"$results.new"
-	}
+		!present && !done && a != "" && $0 == "<!-- /" a " -->" {put()}
+		END {if (!done) put()}' "$results" >"$results.new"
 	mv "$results.new" "$results"
 }
 
