@@ -16,6 +16,8 @@ setup() {
 }
 
 teardown() {
+	# Test 3 takes the partition down for a moment.
+	scontrol update PartitionName=batch State=UP >/dev/null 2>&1 || true
 	[[ -f $BATS_TEST_TMPDIR/onramp.conf.orig ]] || return 0
 	cp -p "$BATS_TEST_TMPDIR/onramp.conf.orig" "$ONRAMP_CLUSTER_DIR/etc/onramp.conf"
 	timeout 30 scontrol reconfigure >/dev/null 2>&1 || true
@@ -45,14 +47,18 @@ teardown() {
 @test "onrampctl admit killed after submitting its job: the next run cancels the orphan and releases the node" {
 	local node=node6 pid orphan
 	wait_for 60 "$node idle and admitted" admitted_idle "$node"
+	# The orphan has not started yet (as behind busy peers) when its
+	# onrampctl dies: the partition takes jobs but starts none until the
+	# orphan is held (a slurmctld that schedules at submit, 26.05, started
+	# it before the test could hold it).
+	scontrol update PartitionName=batch State=DOWN
 	setsid "$ONRAMPCTL" admit "$node" >"$BATS_TEST_TMPDIR/first.out" 2>&1 &
 	pid=$!
 	wait_for 60 "$node's admission job" eval "[[ -n \$(squeue -h -n onramp-admit:$node -o %i) ]]"
 	orphan=$(squeue -h -n "onramp-admit:$node" -o %i)
-	# The orphan has not started yet (as behind busy peers) when its
-	# onrampctl dies.
 	scontrol hold "$orphan"
 	kill -9 -- -"$pid"
+	scontrol update PartitionName=batch State=UP
 	[ "$(job_state "$orphan")" = PENDING ]
 	run timeout 300 "$ONRAMPCTL" admit "$node"
 	echo "$output"
