@@ -34,7 +34,7 @@ setup_file() {
 
 teardown_file() {
 	kill "$(cat "$BATS_FILE_TMPDIR/exporter.pid")" 2>/dev/null || true
-	cp "$BATS_FILE_TMPDIR/onramp.conf.orig" "$CONF"
+	put_back "$BATS_FILE_TMPDIR/onramp.conf.orig" "$CONF"
 }
 
 setup() {

@@ -19,7 +19,7 @@ teardown() {
 	# Test 3 takes the partition down for a moment.
 	scontrol update PartitionName=batch State=UP >/dev/null 2>&1 || true
 	[[ -f $BATS_TEST_TMPDIR/onramp.conf.orig ]] || return 0
-	cp -p "$BATS_TEST_TMPDIR/onramp.conf.orig" "$ONRAMP_CLUSTER_DIR/etc/onramp.conf"
+	put_back "$BATS_TEST_TMPDIR/onramp.conf.orig" "$ONRAMP_CLUSTER_DIR/etc/onramp.conf"
 	timeout 30 scontrol reconfigure >/dev/null 2>&1 || true
 }
 

@@ -236,6 +236,27 @@ log_since_has() {
 	log_since "$1" "$2" | LC_ALL=C grep -aqE -- "$3"
 }
 
+# put_back SAVED FILE: put a saved copy of FILE back in one rename, so that a
+# prolog or epilog reading FILE meanwhile sees the old or the saved file,
+# never none (they drain a node that has no onramp.conf: a test's
+# "rm FILE; cp SAVED FILE" while jobs ended drained them). What a test left
+# in FILE's place that a rename cannot replace (a directory) goes first.
+put_back() {
+	local tmp
+	tmp=$(dirname "$2")/.$(basename "$2").put-back.$$
+	cp -p "$1" "$tmp" || return 1
+	if [[ -d $2 && ! -L $2 ]]; then
+		rm -rf "$2"
+	fi
+	mv -fT "$tmp" "$2"
+}
+
+# no_jobs_left: the cluster has no job left, completing ones included
+# (their epilogs still run).
+no_jobs_left() {
+	[[ -z $(squeue -h -o %i 2>/dev/null) ]]
+}
+
 # onramp_conf_save / onramp_conf_restore: keep the cluster's onramp.conf
 # while a bats file changes it (setup_file / teardown_file), then put it
 # back and reconfigure.
@@ -244,7 +265,7 @@ onramp_conf_save() {
 }
 onramp_conf_restore() {
 	if [[ -f $BATS_FILE_TMPDIR/onramp.conf.orig ]]; then
-		cp -p "$BATS_FILE_TMPDIR/onramp.conf.orig" "$ONRAMP_CLUSTER_DIR/etc/onramp.conf"
+		put_back "$BATS_FILE_TMPDIR/onramp.conf.orig" "$ONRAMP_CLUSTER_DIR/etc/onramp.conf"
 		scontrol reconfigure >/dev/null 2>&1 || true
 		onramp_conf_ship || true
 	fi

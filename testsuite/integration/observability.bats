@@ -30,7 +30,7 @@ teardown() {
 		scancel "$(cat "$BATS_TEST_TMPDIR/job")" 2>/dev/null || true
 	fi
 	if [[ -f $BATS_TEST_TMPDIR/onramp.conf.orig ]]; then
-		cp -p "$BATS_TEST_TMPDIR/onramp.conf.orig" "$ONRAMP_CLUSTER_DIR/etc/onramp.conf"
+		put_back "$BATS_TEST_TMPDIR/onramp.conf.orig" "$ONRAMP_CLUSTER_DIR/etc/onramp.conf"
 		scontrol reconfigure >/dev/null 2>&1 || true
 	fi
 }

@@ -41,9 +41,14 @@ teardown() {
 	fi
 	scancel --quiet --user "$(id -un)" 2>/dev/null || true
 	scancel --quiet --user "$ONRAMP_CLUSTER_USER" 2>/dev/null || true
-	rm -rf "$PLAN" "$FABRIC" "$ETC/onramp.conf"
-	cp -p "$BATS_TEST_TMPDIR/onramp.conf.orig" "$ETC/onramp.conf"
-	cp -p "$BATS_TEST_TMPDIR/slurm.conf.orig" "$SLURM_CONF"
+	# The files change only once the cancelled jobs' epilogs have run (an
+	# epilog that finds no onramp.conf drains its node; the submit load's
+	# jobs drained five nodes for the files after this one), and onramp.conf
+	# comes back in one rename.
+	wait_for 60 "the cancelled jobs to end" no_jobs_left || true
+	rm -rf "$PLAN" "$FABRIC"
+	put_back "$BATS_TEST_TMPDIR/onramp.conf.orig" "$ETC/onramp.conf"
+	put_back "$BATS_TEST_TMPDIR/slurm.conf.orig" "$SLURM_CONF"
 	! topology_from_file || "$REWIRE" sync-topology || true
 	timeout 30 scontrol reconfigure >/dev/null 2>&1 || true
 }
@@ -203,8 +208,7 @@ big_plan() {
 	submit_wait "$j" COMPLETED 60
 	wait_for 20 "the FIFO named in the log" log_since_has "$ONRAMP_CTLD_LOG" "$off" "onramp\.conf: not a regular file"
 	# Nothing stays stuck: a good file is taken at the next reconfigure.
-	rm -f "$ETC/onramp.conf"
-	cp -p "$BATS_TEST_TMPDIR/onramp.conf.orig" "$ETC/onramp.conf"
+	put_back "$BATS_TEST_TMPDIR/onramp.conf.orig" "$ETC/onramp.conf"
 	off=$(log_offset "$ONRAMP_CTLD_LOG")
 	reconfigure
 	wait_for 20 "onramp.conf loaded again" log_since_has "$ONRAMP_CTLD_LOG" "$off" "job_submit/onramp: loaded"
@@ -247,7 +251,7 @@ big_plan() {
 			fi
 			# Put the good file back before the next kind.
 			rm -rf "$file"
-			cp -p "$BATS_TEST_TMPDIR/onramp.conf.orig" "$ETC/onramp.conf"
+			put_back "$BATS_TEST_TMPDIR/onramp.conf.orig" "$ETC/onramp.conf"
 			with_window
 		done
 	done

@@ -41,7 +41,7 @@ teardown() {
 	scancel --quiet --user "$ONRAMP_CLUSTER_USER" || true
 	rm -f "$PLAN"
 	if [[ -f $BATS_TEST_TMPDIR/onramp.conf.orig ]]; then
-		cp -p "$BATS_TEST_TMPDIR/onramp.conf.orig" "$ETC/onramp.conf"
+		put_back "$BATS_TEST_TMPDIR/onramp.conf.orig" "$ETC/onramp.conf"
 	fi
 	sync_topology || true
 	scontrol reconfigure || true
