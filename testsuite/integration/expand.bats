@@ -41,6 +41,19 @@ setup() {
 	require_cluster
 }
 
+# faulty NODE...: the test gives NODE a fault (a profile, a slow boot); if
+# the test fails before it undoes that, teardown does: the node gets its
+# healthy profile and is admitted again, so no later test inherits it.
+faulty() {
+	printf '%s\n' "$@" >>"$BATS_TEST_TMPDIR/faulty"
+}
+
+teardown() {
+	[[ -z ${BATS_TEST_COMPLETED:-} && -f $BATS_TEST_TMPDIR/faulty ]] || return 0
+	rm -f "$ONRAMP_CLUSTER_DIR/etc/reboot-hook"
+	restore_nodes "$(paste -sd, "$BATS_TEST_TMPDIR/faulty")"
+}
+
 # write_textfiles HOSTLIST: each node's onramp-<node>.prom, as cron would.
 write_textfiles() {
 	local n
@@ -63,17 +76,29 @@ status_json() {
 	"$ONRAMPCTL" expand-status --name "$1" --json
 }
 
+# admission_resv_nodes: the nodes that have an onramp admission reservation.
+admission_resv_nodes() {
+	scontrol -o show reservation 2>/dev/null | sed -n 's/^ReservationName=onramp_admission_\(node[0-9]*\) .*/\1/p'
+}
+
 # Sample Slurm every half second: per rack, how many nodes are rebooting or
 # in their admission reservation. Writes the per-sample maximum to FILE.
+# The node table and the reservations are two calls, not one snapshot: a
+# node counts as reserved when its reservation is there before and after
+# the node table was read (a campaign reserves a node once, so it was
+# reserved in between); a reservation read before the table alone can be
+# one that ended meanwhile, beside the next wave's reboot.
 start_sampler() {
 	local file=$1
 	(
 		while :; do
-			resv=$(scontrol -o show reservation 2>/dev/null | sed -n 's/^ReservationName=onramp_admission_\(node[0-9]*\) .*/\1/p')
-			sinfo -h -N -o '%N %T %f' | sort -u | awk -v resv=" $(echo $resv) " '
+			before=$(admission_resv_nodes | tr '\n' ' ')
+			table=$(sinfo -h -N -o '%N %T %f' | sort -u)
+			after=$(admission_resv_nodes | tr '\n' ' ')
+			awk -v before=" $before" -v after=" $after" '
 				{ rk = ""; n = split($3, f, ","); for (i = 1; i <= n; i++) if (f[i] ~ /^rack/) rk = f[i]
-				  if ($2 ~ /reboot/ || index(resv, " " $1 " ")) busy[rk]++ }
-				END { m = 0; for (r in busy) if (busy[r] > m) m = busy[r]; print m }'
+				  if ($2 ~ /reboot/ || (index(before, " " $1 " ") && index(after, " " $1 " "))) busy[rk]++ }
+				END { m = 0; for (r in busy) if (busy[r] > m) m = busy[r]; print m }' <<<"$table"
 			sleep 0.5
 		done
 	) >"$file" 2>/dev/null &
@@ -83,6 +108,7 @@ start_sampler() {
 @test "expand 12 nodes (3 per rack): waves of one node per rack, the low-NCCL node drained with its code, the rest admitted, cross-rack pairs cover every rack" {
 	local nodes='node[1-3,5-7,9-11,13-15]' sampler json
 	set_profile node6 low-nccl
+	faulty node6
 	sampler=$(start_sampler "$BATS_TEST_TMPDIR/observed")
 	run timeout 300 "$ONRAMPCTL" expand "$nodes" --name exp12 --min-pass-rate 0.75
 	kill "$sampler"
@@ -163,6 +189,7 @@ start_sampler() {
 
 @test "a wave below MinWavePassRate pauses the campaign; expand again after the fix resumes it; overlapping campaigns are refused" {
 	set_profile node8 low-nccl
+	faulty node8
 	run timeout 120 "$ONRAMPCTL" expand 'node[4,8,12,16]' --name exp4
 	echo "$output"
 	[ "$status" -eq 3 ]
@@ -240,6 +267,7 @@ EOS
 	from=$(wc -l <"$ONRAMP_REBOOT_LOG" 2>/dev/null || echo 0)
 	# The emulated hardware hangs 40 s in node12's boot (firmware, say).
 	printf '#!/bin/sh\n[ "$1" = node12 ] && sleep 40\nexit 0\n' >"$hook"
+	faulty node12
 	chmod 0755 "$hook"
 	run timeout 120 "$ONRAMPCTL" expand 'node[12,16]' --name expboot --boot-timeout 8
 	echo "$output"
