@@ -36,6 +36,16 @@ record_field() {
 admitted_idle() {
 	node_admitted "$1" && ! resv_exists "$1" && [[ $(node_state "$1") == IDLE ]]
 }
+# resumed_idle NODE: NODE resumed if it is drained, then admitted and idle;
+# for wait_for where a slurmctld re-exec (scontrol reconfigure, from 23.11)
+# can drop or restore a drain set just before it: the resume may then be
+# refused as "Invalid node state", and the next try sees the state settled.
+resumed_idle() {
+	if [[ $(node_state "$1") == *DRAIN* ]]; then
+		scontrol update nodename="$1" state=resume 2>/dev/null || true
+	fi
+	admitted_idle "$1"
+}
 # admitted_released NODE: admitted and out of its reservation (it may be
 # running jobs already).
 admitted_released() {

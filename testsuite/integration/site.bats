@@ -189,12 +189,10 @@ admission_job_of() {
 	wait_for 30 "$node's settings back" eval "grep -q '^#onramp.conf|' $(conf_cache $node)/plugstack.conf"
 	# From 23.11 ship-conf's reconfigure re-executes slurmctld, which
 	# recovers node state from the last state save: a drain set
-	# milliseconds before (the epilog's) can be lost, leaving the node IDLE,
-	# where a resume is "Invalid node state" (seen on 24.11.5).
-	if [[ $(node_state "$node") == *DRAIN* ]]; then
-		scontrol update nodename="$node" state=resume
-	fi
-	wait_for 60 "$node admitted and idle" admitted_idle "$node"
+	# milliseconds before (the epilog's) can be lost or come back while the
+	# test looks, so a resume refused as "Invalid node state" (seen on
+	# 24.11.5 in CI) is tried again until the node is idle.
+	wait_for 60 "$node resumed, admitted and idle" resumed_idle "$node"
 }
 
 # sig_job DIR [SBATCH ARGS...]: a job of the test user on node1 whose batch
