@@ -94,7 +94,7 @@ setup() {
 }
 
 @test "50 jobs during admission never start on an unadmitted node; a job for the rack under admission pends, then runs there" {
-	local n job jobs=() rackjob admitted7 admitted8
+	local n job jobs=() rackjob admitted7 admitted8 st
 	slow_profile node7 15
 	slow_profile node8 15
 	reboot_nodes 'node[7-8]'
@@ -105,13 +105,21 @@ setup() {
 			--wrap 'echo "$SLURMD_NODENAME $(date +%s)" >>'"$ONRAMP_JOBS_DIR"'/gate.$SLURM_JOB_ID')")
 	done
 	sleep 2
-	[ "$(job_state "$rackjob")" = PENDING ]
+	# Pending while both nodes are still under admission (the reservation
+	# read after the state: under load the 50 submissions can outlast it).
+	st=$(job_state "$rackjob")
+	if resv_exists node7 && resv_exists node8; then
+		[ "$st" = PENDING ]
+	fi
 	wait_for 180 "node7 admitted" admitted_released node7
 	wait_for 60 "node8 admitted" admitted_released node8
 	admitted7=$(date -d "$(record_field node7 time)" +%s)
 	admitted8=$(date -d "$(record_field node8 time)" +%s)
 	submit_wait "$rackjob" COMPLETED 120
 	[ "$(job_field "$rackjob" NodeList)" = 'node[5-8]' ]
+	# It started only once both nodes were admitted.
+	st=$(date -d "$(job_field "$rackjob" StartTime)" +%s)
+	((st >= admitted7 && st >= admitted8))
 	for job in "${jobs[@]}"; do
 		submit_wait "$job" COMPLETED 120
 		read -r n t <"$ONRAMP_JOBS_DIR/gate.$job"
