@@ -87,6 +87,34 @@ configure_with() {
 	[ "${lines[-1]}" = "$SLURM_SRC" ]
 }
 
+# The CI run's lanes build side by side and each runs contrib/install-deps
+# first; on a fresh machine apt-get, which fails at once while dpkg's lock
+# is held, must run once. apt-get and dpkg-query here are stand-ins: the
+# second says every package is missing until an install ran, the first
+# fails like apt-get while another install holds its lock.
+@test "contrib/install-deps run twice at once installs once and both succeed" {
+	local fake=$BATS_TEST_TMPDIR/fake
+	mkdir -p "$fake/bin"
+	printf '#!/bin/sh\n[ -e %s/installed ] && echo "install ok installed"\n' \
+		"$fake" >"$fake/bin/dpkg-query"
+	printf '%s\n' '#!/bin/sh' \
+		'case " $* " in *" install "*) ;; *) exit 0 ;; esac' \
+		'mkdir "$FAKE/lock" 2>/dev/null || { echo "E: Could not get lock $FAKE/lock" >&2; exit 100; }' \
+		'echo install >>"$FAKE/calls"' 'sleep 2' 'touch "$FAKE/installed"' 'rmdir "$FAKE/lock"' \
+		>"$fake/bin/apt-get"
+	chmod +x "$fake/bin/dpkg-query" "$fake/bin/apt-get"
+	FAKE=$fake PATH=$fake/bin:$PATH ONRAMP_DEPS_LOCK=$fake/deps.lock \
+		"$ONRAMP_REPO/contrib/install-deps" >"$fake/a.log" 2>&1 &
+	local a=$! rca=0 rcb=0
+	FAKE=$fake PATH=$fake/bin:$PATH ONRAMP_DEPS_LOCK=$fake/deps.lock \
+		"$ONRAMP_REPO/contrib/install-deps" >"$fake/b.log" 2>&1 || rcb=$?
+	wait "$a" || rca=$?
+	cat "$fake/a.log" "$fake/b.log"
+	[ "$rca" -eq 0 ] && [ "$rcb" -eq 0 ]
+	[ "$(wc -l <"$fake/calls")" -eq 1 ]
+	grep -h 'all packages present' "$fake/a.log" "$fake/b.log"
+}
+
 # (packaging.bats checks that make install installs each of them.)
 @test "every manual page renders without warnings (groff -ww, man --warnings)" {
 	local f out
