@@ -45,6 +45,17 @@ reexecs() {
 	((v >= 2311))
 }
 
+# ctld_pid: slurmctld's pid, the first line of its pid file. From 23.11 a
+# slurmctld re-executed by "scontrol reconfigure" rewrites that file without
+# truncating it (update_pidfile in Slurm's src/common/daemonize.c): a pid
+# shorter than the one before leaves the end of the old one on a second
+# line (seen on 26.05.3 after the pids wrapped: "908", then "5").
+ctld_pid() {
+	local pid
+	read -r pid <"$ONRAMP_CLUSTER_DIR/var/run/slurmctld.pid" || return 1
+	echo "$pid"
+}
+
 # onramp_topology: the cluster was started with --topology-plugin
 # topology/onramp: topology/onramp itself before Slurm 24.05, from 24.05
 # stock topology/tree on the topology.conf onramp manages.

@@ -46,7 +46,7 @@ ctld_is_up() {
 # hand-over started (the old one gone), as the third argument demands.
 reconfigure_expect() {
 	local off=$1 pattern=$2 want=${3:-} pid_before pid_after
-	pid_before=$(cat "$ONRAMP_CLUSTER_DIR/var/run/slurmctld.pid")
+	pid_before=$(ctld_pid)
 	run scontrol reconfigure
 	if [ "$want" = kept ] && reexecs; then
 		# The new slurmctld refused the file: scontrol reports the failure.
@@ -61,7 +61,7 @@ reconfigure_expect() {
 	}
 	if ! reexecs; then
 		ctld_is_up
-		[ "$(cat "$ONRAMP_CLUSTER_DIR/var/run/slurmctld.pid")" = "$pid_before" ]
+		[ "$(ctld_pid)" = "$pid_before" ]
 		kill -0 "$pid_before"
 		return 0
 	fi
@@ -69,14 +69,14 @@ reconfigure_expect() {
 		wait_for 30 "slurmctld resuming after the failed re-exec" log_since_has "$ONRAMP_CTLD_LOG" "$off" \
 			"Resuming operation, reconfigure failed"
 		ctld_is_up
-		[ "$(cat "$ONRAMP_CLUSTER_DIR/var/run/slurmctld.pid")" = "$pid_before" ]
+		[ "$(ctld_pid)" = "$pid_before" ]
 		kill -0 "$pid_before"
 	else
 		wait_for 30 "slurmctld handing over to its re-executed self" log_since_has "$ONRAMP_CTLD_LOG" "$off" \
 			"Relinquishing control to new slurmctld process"
 		wait_for 30 "the old slurmctld $pid_before to exit" eval "! kill -0 $pid_before 2>/dev/null"
 		ctld_is_up
-		pid_after=$(cat "$ONRAMP_CLUSTER_DIR/var/run/slurmctld.pid")
+		pid_after=$(ctld_pid)
 		[ "$pid_after" != "$pid_before" ]
 		[ "$(cat "/proc/$pid_after/comm")" = slurmctld ]
 	fi

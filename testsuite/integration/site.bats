@@ -47,7 +47,7 @@ admission_job_of() {
 	[[ $output == *"AccountingStorageEnforce = associations,limits,qos,safe"* ]]
 	[[ $output == *"enable_configless"* ]]
 	local pid
-	pid=$(cat "$ONRAMP_CLUSTER_DIR/var/run/slurmctld.pid")
+	pid=$(ctld_pid)
 	[ "$(stat -c %U "/proc/$pid")" = "$SU" ]
 	# Each node runs from its conf cache, which holds no onramp.conf: its
 	# settings came inside plugstack.conf.

@@ -77,3 +77,36 @@ slurm_version() {
 	[ "$(json_num "$dir/resumed.json" generation)" -ge 1 ]
 	no_migrate_drain
 }
+
+# ctld_settled BEFORE: the pid file names a live slurmctld that answers, and
+# from 23.11 (reconfigure re-executes) not BEFORE, which holds the file until
+# it exits.
+ctld_settled() {
+	local pid
+	pid=$(ctld_pid) || return 1
+	if reexecs && [ "$pid" = "$1" ]; then
+		return 1
+	fi
+	[ "$(cat "/proc/$pid/comm" 2>/dev/null)" = slurmctld ] &&
+		scontrol ping 2>/dev/null | grep -q 'is UP'
+}
+
+@test "a reconfigure that gives slurmctld a shorter pid: its pid is still read right (ctld_pid)" {
+	local before after
+	before=$(ctld_pid)
+	kill -0 "$before"
+	# The pid namespace's next pids from 10 (root may set the last one
+	# given): from 23.11 the re-executed slurmctld gets one of them.
+	echo 9 >/proc/sys/kernel/ns_last_pid
+	scontrol reconfigure
+	wait_for 60 "slurmctld back after the reconfigure" ctld_settled "$before"
+	after=$(ctld_pid)
+	echo "slurmctld pid $before, then $after; its pid file: $(tr '\n' ' ' <"$ONRAMP_CLUSTER_DIR/var/run/slurmctld.pid")"
+	if ! reexecs; then
+		[ "$after" = "$before" ]
+		return 0
+	fi
+	[ ${#after} -lt ${#before} ] || skip "the new slurmctld got pid $after, no shorter than $before"
+	# Slurm rewrote the file over the longer pid: its end is a second line.
+	[ "$(wc -l <"$ONRAMP_CLUSTER_DIR/var/run/slurmctld.pid")" -eq 2 ]
+}
