@@ -45,6 +45,18 @@ reexecs() {
 	((v >= 2311))
 }
 
+# private_cluster NAME: a new directory for a second cluster a test starts
+# (mode 755: munged wants every directory above its socket searchable),
+# listed in $ONRAMP_CLUSTER_DIR.private, whose clusters testsuite/run stops
+# when it ends or is interrupted before the test's own stop ran.
+private_cluster() {
+	local dir
+	dir=$(mktemp -d "/tmp/onramp-$1.XXXXXX") || return 1
+	chmod 755 "$dir"
+	echo "$dir" >>"$ONRAMP_CLUSTER_DIR.private"
+	echo "$dir"
+}
+
 # ctld_pid: slurmctld's pid, the first line of its pid file. From 23.11 a
 # slurmctld re-executed by "scontrol reconfigure" rewrites that file without
 # truncating it (update_pidfile in Slurm's src/common/daemonize.c): a pid

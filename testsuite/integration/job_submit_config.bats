@@ -191,8 +191,7 @@ watcher_loaded_since() {
 	# A second, private cluster whose onramp.conf is broken before start.
 	# (munged wants every directory above its socket searchable by all.)
 	local dir
-	dir=$(mktemp -d /tmp/onramp-badstart.XXXXXX)
-	chmod 755 "$dir"
+	dir=$(private_cluster badstart)
 	mkdir -p "$dir/etc"
 	printf 'GpuBackend=sim\nNcclBusBwFraction=lots\n' >"$dir/etc/onramp.conf"
 	local base slurm

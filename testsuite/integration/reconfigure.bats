@@ -306,8 +306,7 @@ restart_slurmd() {
 
 @test "onramp-cluster stop ends onramp processes left on the cluster; start on a stopped cluster directory starts it again" {
 	local dir base slurm
-	dir=$(mktemp -d /tmp/onramp-restart.XXXXXX)
-	chmod 755 "$dir"
+	dir=$(private_cluster restart)
 	echo "$dir" >"$BATS_TEST_TMPDIR/second-cluster"
 	base=$(free_port_base 6)
 	export ONRAMP_CTLD_PORT=$base ONRAMP_SLURMD_PORT_BASE=$((base + 2)) ONRAMP_ADMIT_AT_START=no

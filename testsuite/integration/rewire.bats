@@ -88,8 +88,7 @@ job_nodes() {
 	# A second cluster, same layout and generated topology.conf, with
 	# topology/tree; the same jobs on both.
 	local dir tree_topo onramp_topo
-	dir=$(mktemp -d /tmp/onramp-treecmp.XXXXXX)
-	chmod 755 "$dir"
+	dir=$(private_cluster treecmp)
 	echo "$dir" >"$BATS_TEST_TMPDIR/second-cluster"
 	local base slurm
 	base=$(free_port_base 12)
