@@ -57,6 +57,11 @@ private_cluster() {
 	echo "$dir"
 }
 
+# ctld_is_up: slurmctld answers scontrol ping.
+ctld_is_up() {
+	scontrol ping 2>/dev/null | grep -q 'is UP'
+}
+
 # ctld_pid: slurmctld's pid, the first line of its pid file. From 23.11 a
 # slurmctld re-executed by "scontrol reconfigure" rewrites that file without
 # truncating it (update_pidfile in Slurm's src/common/daemonize.c): a pid

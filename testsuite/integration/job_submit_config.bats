@@ -33,10 +33,6 @@ teardown() {
 	fi
 }
 
-ctld_is_up() {
-	scontrol ping 2>/dev/null | grep -q 'is UP'
-}
-
 
 # reconfigure_expect OFFSET PATTERN [kept|replaced]: scontrol reconfigure,
 # then wait until slurmctld's log gets PATTERN (after OFFSET) while
@@ -189,7 +185,6 @@ watcher_loaded_since() {
 
 @test "a malformed onramp.conf at startup is refused with its line number" {
 	# A second, private cluster whose onramp.conf is broken before start.
-	# (munged wants every directory above its socket searchable by all.)
 	local dir
 	dir=$(private_cluster badstart)
 	mkdir -p "$dir/etc"

@@ -87,8 +87,7 @@ ctld_settled() {
 	if reexecs && [ "$pid" = "$1" ]; then
 		return 1
 	fi
-	[ "$(cat "/proc/$pid/comm" 2>/dev/null)" = slurmctld ] &&
-		scontrol ping 2>/dev/null | grep -q 'is UP'
+	[ "$(cat "/proc/$pid/comm" 2>/dev/null)" = slurmctld ] && ctld_is_up
 }
 
 @test "a reconfigure that gives slurmctld a shorter pid: its pid is still read right (ctld_pid)" {
