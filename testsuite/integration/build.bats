@@ -131,3 +131,17 @@ configure_with() {
 		[ -z "$out" ] || { echo "${f##*/}: $out" >&2; false; }
 	done
 }
+
+@test "the commit-msg hook warns about a long subject, a missing area and a missing body, and passes a good message" {
+	local hook=$ONRAMP_REPO/contrib/git-hooks/commit-msg m=$BATS_TEST_TMPDIR/msg
+	printf '%s\n' "make the pair test bind an ephemeral port and check who connects before it trusts them" >"$m"
+	run "$hook" "$m"
+	[ "$status" -eq 0 ]
+	[[ $output == *"the subject has 86 characters (at most 72)"* ]]
+	[[ $output == *'should begin with its area'* ]]
+	[[ $output == *'no body'* ]]
+	printf '%s\n' "pair: bind an ephemeral port" "" "Symptom: a fixed port." "# a comment git drops" >"$m"
+	run "$hook" "$m"
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
+}
