@@ -1,15 +1,83 @@
 #include "db/db.hpp"
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <sqlite3.h>
+#include <sys/vfs.h>
 
 #include "log.hpp"
 
 namespace onramp {
 namespace db {
 
+const char *network_fs_name(long f_type)
+{
+	// Magic numbers of linux/magic.h and the filesystems' own headers.
+	static const struct {
+		unsigned long magic;
+		const char *name;
+	} net[] = {
+	    {0x6969, "nfs"},
+	    {0x517B, "smb"},
+	    {0xFF534D42, "cifs"},
+	    {0xFE534D42, "smb2"},
+	    {0x0BD00BD0, "lustre"},
+	    {0x47504653, "gpfs"},
+	    {0x00C36400, "ceph"},
+	    {0x5346414F, "afs"},
+	    {0x6B414653, "kafs"},
+	    {0x01021997, "9p"},
+	    {0x7461636F, "ocfs2"},
+	    {0x01161970, "gfs2"},
+	    {0x65735546, "fuse"},
+	    {0x564C, "ncp"},
+	    {0x73757245, "coda"},
+	    {0xAAD7AAEA, "panfs"},
+	    {0x19830326, "fhgfs (BeeGFS)"},
+	};
+	for (const auto &n : net)
+		if (static_cast<unsigned long>(f_type) == n.magic)
+			return n.name;
+	return nullptr;
+}
+
+Status check_journal_fs(const std::string &dir, long f_type)
+{
+	const char *fs = network_fs_name(f_type);
+	if (!fs)
+		return Status::Ok();
+	return Status::Error(
+	    dir + ": on a " + fs +
+	    " filesystem: onramp's journals are SQLite databases in WAL mode, which "
+	    "does not work on a network filesystem (its shared-memory index is not "
+	    "shared between hosts, its locks are not reliable); keep StateDir on a local "
+	    "disk of the admin host (onramp.conf(5), \"High-availability controllers\")");
+}
+
+Status check_journal_dir(const std::string &dir)
+{
+	struct statfs sf;
+	if (statfs(dir.c_str(), &sf) != 0)
+		return Status::Error(dir + ": cannot tell its filesystem: " + strerror(errno));
+	return check_journal_fs(dir, static_cast<long>(sf.f_type));
+}
+
 Result<std::unique_ptr<Db>> Db::open(const std::string &path, int busy_ms, bool read_only)
 {
+	if (!read_only) {
+		// A directory statfs cannot read is left to SQLite's own error.
+		auto slash = path.rfind('/');
+		std::string dir = slash == std::string::npos ? "."
+		                  : slash == 0               ? "/"
+		                                             : path.substr(0, slash);
+		struct statfs sf;
+		if (statfs(dir.c_str(), &sf) == 0) {
+			Status fs = check_journal_fs(dir, static_cast<long>(sf.f_type));
+			if (!fs.ok())
+				return Status::Error(path + ": " + fs.message());
+		}
+	}
 	sqlite3 *h = nullptr;
 	int flags = read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
 	int rc = sqlite3_open_v2(path.c_str(), &h, flags | SQLITE_OPEN_FULLMUTEX, nullptr);

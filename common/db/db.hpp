@@ -22,9 +22,23 @@ namespace db {
 
 class Stmt;
 
+// The network (or cluster) filesystem a statfs() f_type names ("nfs",
+// "cifs", "lustre", ...), or nullptr for a local one. SQLite's WAL mode
+// keeps its index in shared memory (the -shm file, mmap'd), which such a
+// filesystem does not share between hosts, and its locks are not reliable
+// there either (sqlite.org/wal.html, "WAL does not work over a network
+// filesystem"): a journal on one may be corrupted by two hosts at once.
+const char *network_fs_name(long f_type);
+// Error when dir (the directory of a journal) is on a network filesystem;
+// the message names dir, the filesystem and where to put StateDir instead.
+// An unreadable dir is an error too (the caller cannot tell).
+Status check_journal_dir(const std::string &dir);
+Status check_journal_fs(const std::string &dir, long f_type);
+
 class Db {
 public:
-	// Open (creating it when absent) the database at path: WAL,
+	// Open (creating it when absent) the database at path: WAL (refused,
+	// with check_journal_dir's error, on a network filesystem),
 	// synchronous=FULL, busy timeout busy_ms, its -wal and -shm files kept
 	// after the last close (so a reader without write access to the
 	// directory can open it). Read-only: an existing database, nothing

@@ -4,7 +4,9 @@
 //   onramp-config [--conf FILE] [--node NAME] [--check] [--seconds] [KEY...]
 // Prints one value per line for each KEY (defaults applied, %n expanded
 // when --node is given; --seconds: durations in seconds); --check only
-// validates. Exit 0 ok, 2 bad input.
+// validates, and also refuses a StateDir on a network filesystem (its
+// SQLite journals run in WAL mode; db::check_journal_dir). Exit 0 ok, 2 bad
+// input or unsafe placement.
 //   onramp-config --require-admin WHAT
 // The admin check of onramp's shell tools: exit 0 when the caller is root
 // or SlurmUser (from slurmctld's configuration), else 2 with "only root or
@@ -25,6 +27,7 @@
 #include "admin.hpp"
 #include "cli.hpp"
 #include "config.hpp"
+#include "db/db.hpp"
 #include "log.hpp"
 #include "slurm/client.hpp"
 #include "slurm/to_json.hpp"
@@ -111,6 +114,19 @@ int main(int argc, char **argv)
 	if (!cfg.ok()) {
 		log_error("%s", cfg.status().message().c_str());
 		return 2;
+	}
+	if (check) {
+		// The nearest existing directory of StateDir: where its journals
+		// will be created.
+		std::string dir = cfg->str("StateDir");
+		while (dir.size() > 1 && access(dir.c_str(), F_OK) != 0)
+			dir = dir.substr(0, std::max<size_t>(dir.rfind('/'), 1));
+		Status fs = db::check_journal_dir(dir);
+		if (!fs.ok()) {
+			log_error("%s: StateDir=%s: %s", path.c_str(), cfg->str("StateDir").c_str(),
+			          fs.message().c_str());
+			return 2;
+		}
 	}
 	for (const auto &k : keys) {
 		if (!config_key(k)) {

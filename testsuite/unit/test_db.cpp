@@ -112,10 +112,32 @@ static void test_transactions(void **)
 	assert_false(db::Db::open(path + ".absent", 1000, true).ok());
 }
 
+// A journal on a network filesystem is refused before SQLite opens it in
+// WAL mode; a local one (the test's tmp directory) is accepted.
+static void test_network_filesystem_refused(void **)
+{
+	assert_string_equal(db::network_fs_name(0x6969), "nfs");
+	assert_string_equal(db::network_fs_name(0xFF534D42), "cifs");
+	assert_string_equal(db::network_fs_name(0x0BD00BD0), "lustre");
+	assert_null(db::network_fs_name(0xEF53));     // ext2/3/4
+	assert_null(db::network_fs_name(0x58465342)); // xfs
+	assert_null(db::network_fs_name(0x01021994)); // tmpfs
+	Status st = db::check_journal_fs("/shared/onramp", 0x6969);
+	assert_false(st.ok());
+	assert_contains(st.message(), "/shared/onramp: on a nfs filesystem");
+	assert_contains(st.message(), "StateDir");
+	assert_true(db::check_journal_fs("/var/lib/onramp", 0xEF53).ok());
+	assert_true(db::check_journal_dir(unit_tmpdir()).ok());
+	Status gone = db::check_journal_dir(unit_tmpdir() + "/absent");
+	assert_false(gone.ok());
+	assert_contains(gone.message(), "cannot tell its filesystem");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_pragmas),
+	    cmocka_unit_test(test_network_filesystem_refused),
 	    cmocka_unit_test(test_bind_and_read_by_name),
 	    cmocka_unit_test(test_errors_name_the_file),
 	    cmocka_unit_test(test_transactions),
