@@ -1,0 +1,93 @@
+#!/usr/bin/env bats
+# Root's shell code in directories SlurmUser can write (StateDir/locks,
+# StateDir/admit, NodeStateDir/verdicts in an unprivileged setup): a symlink
+# SlurmUser put there is refused, and its root-owned target (the victim) is
+# neither given away, created, truncated nor written. Runs as root: the
+# state directories belong to a stand-in SlurmUser (nobody).
+
+load helpers
+
+LIB=$ONRAMP_REPO/contrib/libexec/onramp-lib.sh
+
+setup() {
+	[ "$(id -u)" -eq 0 ] || skip "needs root"
+	T=$BATS_TEST_TMPDIR
+	mkdir -p "$T/victim.d" "$T/state"
+	echo "root's" >"$T/victim"
+	chown nobody: "$T/state"
+	export ONRAMP_SLURM_USER=nobody
+}
+
+# stamp PATH: owner, mode, size, mtime and content of PATH (not followed).
+stamp() {
+	stat -c '%U:%G %a %s %Y' -- "$1"
+	[ ! -f "$1" ] || md5sum <"$1"
+}
+
+@test "onramp_state_dir refuses a symlinked state directory and gives its target to nobody" {
+	local before
+	ln -s "$T/victim.d" "$T/state/locks"
+	before=$(stamp "$T/victim.d")
+	run bash -c '. "$1"; onramp_state_dir "$2" "$2/locks" "$2/admit"' _ "$LIB" "$T/state"
+	echo "$output"
+	[ "$status" -ne 0 ]
+	[[ $output == *"refusing $T/state/locks"* ]]
+	[ "$(stamp "$T/victim.d")" = "$before" ]
+	# A file where a directory goes is refused too.
+	rm "$T/state/locks"
+	: >"$T/state/locks"
+	run bash -c '. "$1"; onramp_state_dir "$2/locks"' _ "$LIB" "$T/state"
+	[ "$status" -ne 0 ]
+	[[ $output == *"not a directory"* ]]
+}
+
+@test "onramp_state_dir creates missing directories for SlurmUser" {
+	run bash -c '. "$1"; onramp_state_dir "$2" "$2/locks" "$2/admit"' _ "$LIB" "$T/state"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(stat -c %U "$T/state/locks")" = nobody ]
+	[ "$(stat -c %U "$T/state/admit")" = nobody ]
+}
+
+@test "onramp_lock_open refuses a symlinked lock file, to a file or to nowhere" {
+	local before
+	before=$(stamp "$T/victim")
+	ln -s "$T/victim" "$T/state/a.lock"
+	ln -s "$T/created-by-root" "$T/state/b.lock"
+	for l in a b; do
+		run bash -c '. "$1"; onramp_lock_open "$2" && echo "opened $ONRAMP_LOCK_FD"' _ "$LIB" "$T/state/$l.lock"
+		echo "$output"
+		[ "$status" -ne 0 ]
+		[[ $output == *"refusing lock file"* ]]
+	done
+	[ ! -e "$T/created-by-root" ]
+	[ "$(stamp "$T/victim")" = "$before" ]
+	# A plain missing lock file is created and opened.
+	run bash -c '. "$1"; onramp_lock_open "$2" && echo "opened $ONRAMP_LOCK_FD"' _ "$LIB" "$T/state/c.lock"
+	[ "$status" -eq 0 ]
+	[[ $output == opened* ]]
+	[ -f "$T/state/c.lock" ] && [ ! -L "$T/state/c.lock" ]
+}
+
+@test "the admission job writes its verdict over a symlink, never through it" {
+	local before bin=$T/bin
+	mkdir -p "$bin" "$T/state/verdicts"
+	chown nobody: "$T/state/verdicts"
+	# Stand-ins for onramp-config (NodeStateDir) and onramp-admit (a verdict).
+	printf '#!/bin/bash\necho %q\n' "$T/state" >"$bin/onramp-config"
+	cat >"$bin/onramp-admit" <<'EOS'
+#!/bin/bash
+while [ $# -gt 0 ]; do [ "$1" = --reason-file ] && echo "onramp:OK" >"$2"; shift; done
+echo '{"verdict": "pass"}'
+EOS
+	chmod +x "$bin/onramp-config" "$bin/onramp-admit"
+	ln -s "$T/victim" "$T/state/verdicts/verdict.manual.json"
+	before=$(stamp "$T/victim")
+	run env -u SLURM_JOB_ID ONRAMP_LIBEXEC="$bin" SLURMD_NODENAME=node1 \
+		"$ONRAMP_REPO/contrib/libexec/onramp-admission-job"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(stamp "$T/victim")" = "$before" ]
+	[ ! -L "$T/state/verdicts/verdict.manual.json" ]
+	grep -q '"verdict": "pass"' "$T/state/verdicts/verdict.manual.json"
+}
