@@ -159,6 +159,26 @@ Result<std::string> read_file(const std::string &path, size_t max_bytes)
 	return out;
 }
 
+int open_nofollow(const std::string &path, int flags, mode_t mode)
+{
+	size_t slash = path.rfind('/');
+	std::string dir =
+	    slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+	std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+	if (base.empty()) {
+		errno = EISDIR;
+		return -1;
+	}
+	int dfd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return -1;
+	int fd = openat(dfd, base.c_str(), flags | O_NOFOLLOW | O_CLOEXEC, mode);
+	int saved = errno;
+	close(dfd);
+	errno = saved;
+	return fd;
+}
+
 Status make_dirs(const std::string &path, mode_t mode)
 {
 	if (path.empty())

@@ -20,6 +20,15 @@ Status write_file_atomic(const std::string &path, const std::string &data, mode_
 // than max_bytes.
 Result<std::string> read_file(const std::string &path, size_t max_bytes = 64u << 20);
 
+// Open path without following a symlink at its last two components: its
+// directory is opened O_DIRECTORY|O_NOFOLLOW and the file relative to it
+// with flags|O_NOFOLLOW|O_CLOEXEC. For root code opening a file in a
+// directory another account can write (StateDir/locks, a campaign log): a
+// symlink there, to the directory or the file, fails (ELOOP or ENOTDIR)
+// instead of letting root create, truncate or append to its target. -1 and
+// errno on failure, like open(2).
+int open_nofollow(const std::string &path, int flags, mode_t mode = 0644);
+
 // mkdir -p with mode for created directories.
 Status make_dirs(const std::string &path, mode_t mode = 0755);
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "atomic_file.hpp"
 #include "admit/orchestrate.hpp"
 #include "cli.hpp"
 #include "config.hpp"
@@ -39,7 +40,7 @@ void usage(FILE *f)
 bool lock_node(const std::string &dir, const std::string &node)
 {
 	std::string path = dir + "/admit." + node + ".lock";
-	int fd = open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
+	int fd = open_nofollow(path, O_RDONLY | O_CREAT, 0644);
 	if (fd < 0) {
 		log_error("cannot open %s: %s", path.c_str(), strerror(errno));
 		exit(1);

@@ -36,7 +36,7 @@ void SpawnAdmission::start(const std::vector<std::string> &nodes)
 			_exit(0);
 		setsid();
 		int in = open("/dev/null", O_RDONLY);
-		int out = open(log_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+		int out = open_nofollow(log_, O_WRONLY | O_CREAT | O_APPEND, 0644);
 		if (in >= 0)
 			dup2(in, 0);
 		if (out >= 0) {
@@ -460,8 +460,8 @@ bool Driver::admission_queued(const std::string &node)
 	if (!jobs.ok())
 		return true; // cannot tell: do not start a second one
 	for (const auto &j : jobs.value())
-		if (j.name == "onramp-admit:" + node && !j.finished())
-			return true;
+		if (j.name == "onramp-admit:" + node && !j.finished() && slurm::is_admin(s_, j.uid))
+			return true; // a user's job of that name does not count
 	return false;
 }
 

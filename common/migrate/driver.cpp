@@ -60,7 +60,7 @@ public:
 	{
 		// Read-only and 0644: flock needs no write access, so root's and
 		// SlurmUser's runs (a trigger runs as SlurmUser) share one lock file.
-		fd_ = open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
+		fd_ = open_nofollow(path, O_RDONLY | O_CREAT, 0644);
 		if (fd_ < 0)
 			return;
 		int rc;

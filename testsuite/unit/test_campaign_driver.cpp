@@ -36,6 +36,7 @@ struct World : Clock, Admission {
 	std::set<std::string> admitting;
 	std::string bad; // admission drains it with NCCL_BW_LOW
 	int starts = 0;
+	std::set<std::string> lose_first; // their first start is lost (no trigger)
 
 	World()
 	{
@@ -72,7 +73,9 @@ struct World : Clock, Admission {
 	void start(const std::vector<std::string> &nodes) override
 	{
 		starts++;
-		admitting.insert(nodes.begin(), nodes.end());
+		for (const auto &n : nodes)
+			if (!lose_first.erase(n))
+				admitting.insert(n);
 	}
 	std::map<std::string, int> reboots() const
 	{
@@ -197,6 +200,29 @@ void runs_every_wave_and_judges_each_node(void **)
 		assert_int_equal(n.wave, n.node == "node1" || n.node == "node5" ? 1 : 2);
 	}
 	assert_true(none.calls > 10);
+}
+
+// Any user may name a job "onramp-admit:NODE": such a job, pending for
+// ever, must not stand in for the node's admission (only root's and
+// SlurmUser's count), or the node is never admitted.
+void a_users_job_named_like_an_admission_does_not_suppress_it(void **)
+{
+	std::string dir = tmpdir();
+	World w;
+	auto &fake = w.fs.add_job(77, "", "");
+	fake.job.name = "onramp-admit:node1";
+	fake.job.state = "PENDING";
+	fake.job.uid = 1000;
+	// The first admission of node1 is lost: the driver's kick must start
+	// another, and the user's job must not look like one queued.
+	w.lose_first.insert("node1");
+	CountingCrash none;
+	std::string why;
+	auto r = run(w, dir, none, 0.5, &why);
+	assert_true(r.ok());
+	assert_true(r.value() == Outcome::Done);
+	assert_finished_once(w, dir);
+	remove_dir(dir);
 }
 
 // Crash at each hook point in turn, resume with a new driver on the
@@ -449,6 +475,7 @@ int main()
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(runs_every_wave_and_judges_each_node),
+	    cmocka_unit_test(a_users_job_named_like_an_admission_does_not_suppress_it),
 	    cmocka_unit_test(a_crash_at_every_step_then_resume_reboots_no_node_twice),
 	    cmocka_unit_test(a_wave_below_the_rate_pauses_and_a_rerun_readmits_without_reboot),
 	    cmocka_unit_test(a_node_not_back_in_time_is_drained_boot_timeout),
