@@ -5,6 +5,7 @@
 #include <chrono>
 #include <map>
 #include <pwd.h>
+#include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
 
@@ -64,6 +65,16 @@ public:
 			h_.sleep = [](double s) {
 				std::this_thread::sleep_for(std::chrono::duration<double>(s));
 			};
+		if (!h_.wall)
+			h_.wall = [] {
+				return std::chrono::duration<double>(
+				           std::chrono::system_clock::now().time_since_epoch())
+				    .count();
+			};
+		if (!h_.saved)
+			h_.saved = [this](double since, const std::vector<std::string> &files) {
+				return saved_since(since, files);
+			};
 	}
 
 	int run(const std::vector<std::string> &nodes)
@@ -73,6 +84,7 @@ public:
 		if (!o_.wait)
 			return worst_;
 		wait_all();
+		confirm_saved();
 		return worst_;
 	}
 
@@ -143,7 +155,9 @@ private:
 
 	// A run that died (kill -9) may have left its admission job behind;
 	// with the lock held no live run owns it, and it would keep the
-	// reservation in use after this run admits the node.
+	// reservation in use after this run admits the node. Only jobs root or
+	// SlurmUser submitted are onramp's: a user's job of that name is not
+	// cancelled (any user may name a job so).
 	void cancel_stale(const std::string &node)
 	{
 		auto jobs = c_.jobs();
@@ -153,7 +167,7 @@ private:
 		}
 		std::vector<uint32_t> stale;
 		for (const auto &j : jobs.value())
-			if (j.name == "onramp-admit:" + node &&
+			if (j.name == "onramp-admit:" + node && slurm::is_admin(c_, j.uid) &&
 			    one_of(j.state,
 			           {"PENDING", "RUNNING", "CONFIGURING", "SUSPENDED", "REQUEUED"}))
 				stale.push_back(j.id);
@@ -301,6 +315,8 @@ private:
 			Status st = slurm::drain_node(c_, node, reason);
 			if (!st.ok())
 				log_warn("node %s: %s", node.c_str(), st.message().c_str());
+			else
+				drained_[node] = reason;
 			unreserve(node, resv);
 			set_outcome(l.outcome, "failed", reason);
 			note(1);
@@ -321,8 +337,104 @@ private:
 	void unreserve(const std::string &node, const std::string &resv)
 	{
 		Status st = c_.delete_reservation(resv);
-		if (!st.ok())
+		if (!st.ok()) {
 			log_warn("node %s: %s", node.c_str(), st.message().c_str());
+			return;
+		}
+		deleted_[resv] = node;
+		changed_ = h_.wall();
+	}
+
+	// The default hooks.saved: every file's mtime in StateSaveLocation.
+	std::optional<bool> saved_since(double since, const std::vector<std::string> &files)
+	{
+		if (ssl_.empty()) {
+			auto conf = c_.ctl_conf();
+			if (!conf.ok() || conf->state_save_location.empty())
+				return std::nullopt;
+			ssl_ = conf->state_save_location;
+		}
+		for (const auto &f : files) {
+			struct stat st;
+			if (stat((ssl_ + "/" + f).c_str(), &st) != 0)
+				return std::nullopt;
+			if (static_cast<double>(st.st_mtim.tv_sec) + st.st_mtim.tv_nsec / 1e9 <
+			    since)
+				return false;
+		}
+		return true;
+	}
+
+	// Contract 7: redo what a controller that restarted from older state
+	// lost, until its save holds the last change.
+	bool redo_lost()
+	{
+		bool redone = false;
+		for (const auto &[resv, node] : deleted_) {
+			auto r = c_.reservation(resv);
+			if (!r.ok() || !r.value())
+				continue;
+			log_warn("node %s: reservation %s is back (slurmctld restarted from a "
+			         "state saved "
+			         "before its deletion); deleting it again",
+			         node.c_str(), resv.c_str());
+			Status st = c_.delete_reservation(resv);
+			if (!st.ok())
+				log_warn("node %s: %s", node.c_str(), st.message().c_str());
+			redone = true;
+		}
+		for (const auto &[node, reason] : drained_) {
+			auto n = c_.node(node);
+			if (!n.ok() || !n.value() || n.value()->drain)
+				continue;
+			log_warn("node %s: its drain is gone (slurmctld restarted from a state "
+			         "saved before "
+			         "it); draining it again",
+			         node.c_str());
+			Status st = slurm::drain_node(c_, node, reason);
+			if (!st.ok())
+				log_warn("node %s: %s", node.c_str(), st.message().c_str());
+			redone = true;
+		}
+		return redone;
+	}
+
+	void confirm_saved()
+	{
+		if (deleted_.empty() && drained_.empty())
+			return;
+		std::vector<std::string> files = {"resv_state"};
+		if (!drained_.empty())
+			files.push_back("node_state");
+		double deadline = h_.now() + o_.save_wait_s;
+		for (;;) {
+			if (redo_lost())
+				changed_ = h_.wall();
+			auto saved = h_.saved(changed_, files);
+			if (!saved) {
+				log_warn(
+				    "cannot confirm that slurmctld saved this run's changes "
+				    "(StateSaveLocation not readable here): a controller crash in "
+				    "the next seconds could undo them; run onrampctl admit again "
+				    "if a reservation comes back");
+				return;
+			}
+			// Saved after the last change, and nothing came back since the
+			// check above (a controller restarted in between saves again).
+			if (*saved) {
+				if (!redo_lost())
+					return;
+				changed_ = h_.wall();
+			}
+			if (h_.now() >= deadline) {
+				log_warn("slurmctld has not saved its state within %ds of this "
+				         "run's last change: "
+				         "a controller crash now would undo it",
+				         o_.save_wait_s);
+				return;
+			}
+			h_.sleep(o_.poll_s);
+		}
 	}
 
 	slurm::SlurmClient &c_;
@@ -331,6 +443,10 @@ private:
 	std::vector<NodeOutcome> *out_;
 	std::vector<NodeOutcome> outs_;
 	std::map<std::string, Launched> launched_;
+	std::map<std::string, std::string> deleted_; // reservation -> node
+	std::map<std::string, std::string> drained_; // node -> reason
+	double changed_ = 0;                         // wall time of the last change
+	std::string ssl_;                            // StateSaveLocation
 	int ordinal_ = 0;
 	int worst_ = 0;
 };

@@ -7,7 +7,8 @@
 //     admission jobs cannot run there and onramp never resumes it.
 //  2. The node's lock (hooks.lock) must be free, else the node is skipped: an
 //     admission is already running. Admission jobs named
-//     "onramp-admit:NODE" left by a run that died are cancelled.
+//     "onramp-admit:NODE" that root or SlurmUser submitted, left by a run
+//     that died, are cancelled (a user's job of that name is not).
 //  3. Reserve: the node's reservation <AdmissionReservation>_NODE (MAINT,
 //     IGNORE_JOBS, root and SlurmUser only) is created unless it exists. A
 //     node onramp drained is then resumed inside it.
@@ -25,6 +26,15 @@
 //     reservation deleted); anything else could not judge (the node stays in
 //     its reservation, undrained). A job still running at the deadline is
 //     cancelled and could not judge.
+//  7. Durable (with wait): slurmctld saves its state seconds after a change,
+//     and a controller that crashes or fails over before then comes back
+//     without it, so a deleted reservation (MAINT, a year long) reappears
+//     and a drain disappears. Until hooks.saved says slurmctld saved its
+//     reservations (and, after a drain, its nodes) later than the last
+//     change, or save_wait_s passed, the run re-reads them: a reservation
+//     it deleted that is back is deleted again, a drain it set that is gone
+//     is set again (each logged), and the wait starts over. A save that
+//     cannot be confirmed is logged, the exit status unchanged.
 // Invariants: a reservation this run widened with peers is shrunk back to
 // the node on every path (submit failure, verdict, timeout); a drain reason
 // onramp did not write is never overwritten or cleared (slurm::drain_node,
@@ -36,6 +46,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,6 +67,7 @@ struct OrchestrateOptions {
 	bool wait = true;
 	int peers_wanted = 2;
 	double poll_s = 1;
+	int save_wait_s = 60; // 7.: how long to wait for slurmctld's save
 };
 
 struct OrchestrateHooks {
@@ -65,6 +77,14 @@ struct OrchestrateHooks {
 	// Take node's admission lock for the rest of the process; false when
 	// another run holds it. Default: always free.
 	std::function<bool(const std::string &node)> lock;
+	// Seconds since the epoch (the clock of the state files' mtimes).
+	std::function<double()> wall;
+	// Whether slurmctld has saved every one of files (in StateSaveLocation:
+	// "resv_state", "node_state") since wall time `since`; nullopt when
+	// it cannot tell (StateSaveLocation not readable from here). Default:
+	// the files' mtimes, StateSaveLocation from slurmctld's configuration.
+	std::function<std::optional<bool>(double since, const std::vector<std::string> &files)>
+	    saved;
 };
 
 // One node's outcome, for --json.

@@ -204,11 +204,15 @@ void a_stale_job_is_cancelled_and_a_locked_node_skipped(void **)
 	Fixture f;
 	auto &old = f.s.add_job(7, "node1", "");
 	old.job.name = "onramp-admit:node1";
+	old.job.uid = 0; // onramp's own (root or SlurmUser submit them)
 	f.s.add_job(8, "node2", "").job.name = "onramp-admit:node1x";
+	// Any user may name a job so: it is not onramp's to cancel.
+	f.s.add_job(9, "node2", "").job.name = "onramp-admit:node1";
 	f.job_ends("COMPLETED", 0);
 	assert_int_equal(f.run(), 0);
 	assert_true(f.did("cancel 7"));
 	assert_false(f.did("cancel 8"));
+	assert_false(f.did("cancel 9"));
 	f.s.actions.clear();
 	f.h.lock = [](const std::string &) { return false; };
 	assert_int_equal(f.run(), 0);
@@ -243,6 +247,91 @@ void every_path_of_a_wave_leaves_no_widened_reservation(void **)
 
 } // namespace
 
+// Contract 7: slurmctld restarted from a state saved before the run's
+// deletion (a crash or a failover seconds after it): the reservation is
+// back. The run deletes it again and waits for a save later than that.
+void a_deletion_the_controller_lost_is_redone_before_the_run_ends(void **)
+{
+	Fixture f;
+	f.job_ends("COMPLETED", 0);
+	double wall = 5000;
+	f.h.wall = [&] { return wall += 1; };
+	int calls = 0;
+	double last_since = 0;
+	slurm::Reservation saved_copy;
+	f.h.saved = [&](double since, const std::vector<std::string> &files) {
+		calls++;
+		last_since = since;
+		assert_int_equal(files.size(), 1);
+		assert_string_equal(files[0].c_str(), "resv_state");
+		if (calls == 1) {
+			// The controller comes back without the deletion.
+			saved_copy.name = kResv;
+			saved_copy.nodes = "node1";
+			f.s.resvs_[kResv] = saved_copy;
+			return std::optional<bool>(false);
+		}
+		return std::optional<bool>(calls >= 3);
+	};
+	assert_int_equal(f.run(), 0);
+	assert_int_equal(f.s.resvs_.count(kResv), 0);
+	assert_int_equal(
+	    std::count(f.s.actions.begin(), f.s.actions.end(), std::string("unreserve ") + kResv),
+	    2);
+	// The save that ended the wait is later than the second deletion.
+	assert_true(last_since > 5001);
+	assert_int_equal(f.out[0].result == "admitted", 1);
+}
+
+// A drain the controller lost is set again; both files must be saved.
+void a_drain_the_controller_lost_is_set_again(void **)
+{
+	Fixture f;
+	f.job_ends("COMPLETED", 1, "onramp:GPU_HEALTH: XID 79");
+	int calls = 0;
+	f.h.saved = [&](double, const std::vector<std::string> &files) {
+		calls++;
+		assert_int_equal(files.size(), 2);
+		if (calls == 1) {
+			f.s.nodes_["node1"].drain = false;
+			f.s.nodes_["node1"].reason.clear();
+			return std::optional<bool>(false);
+		}
+		return std::optional<bool>(true);
+	};
+	assert_int_equal(f.run(), 1);
+	assert_true(f.s.nodes_["node1"].drain);
+	assert_string_equal(f.s.nodes_["node1"].reason.c_str(), "onramp:GPU_HEALTH: XID 79");
+	assert_true(calls >= 2);
+}
+
+// Nothing to confirm when it cannot be told (StateSaveLocation not
+// readable): one look, the outcome unchanged; and the wait is bounded.
+void an_unconfirmed_save_is_bounded_and_changes_nothing(void **)
+{
+	Fixture f;
+	f.job_ends("COMPLETED", 0);
+	int calls = 0;
+	f.h.saved = [&](double, const std::vector<std::string> &) {
+		calls++;
+		return std::optional<bool>();
+	};
+	assert_int_equal(f.run(), 0);
+	assert_int_equal(calls, 1);
+	Fixture g;
+	g.job_ends("COMPLETED", 0);
+	g.o.save_wait_s = 10;
+	calls = 0;
+	g.h.saved = [&](double, const std::vector<std::string> &) {
+		calls++;
+		return std::optional<bool>(false);
+	};
+	double t0 = g.t;
+	assert_int_equal(g.run(), 0);
+	assert_true(calls >= 10 && calls <= 12);
+	assert_true(g.t - t0 < 200);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -256,6 +345,9 @@ int main(void)
 	    cmocka_unit_test(a_submit_failure_returns_the_peers_at_once),
 	    cmocka_unit_test(a_stale_job_is_cancelled_and_a_locked_node_skipped),
 	    cmocka_unit_test(every_path_of_a_wave_leaves_no_widened_reservation),
+	    cmocka_unit_test(a_deletion_the_controller_lost_is_redone_before_the_run_ends),
+	    cmocka_unit_test(a_drain_the_controller_lost_is_set_again),
+	    cmocka_unit_test(an_unconfirmed_save_is_bounded_and_changes_nothing),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
