@@ -65,6 +65,15 @@ Result<std::shared_ptr<const PolicyState>> load_state(const std::string &path, i
 	    path_missing(st->cfg->str("RewirePlan")))
 		s = Status::Error(st->cfg->str("RewirePlan") +
 		                  ": missing while a rewire window is in force");
+	else if (s.ok() && window_in_force && !st->rewire && !st->cfg->any_set())
+		s = Status::Error(st->cfg->origin() +
+		                  ": sets no key while a rewire window is in force");
+	else if (s.ok() && window_in_force && !st->rewire)
+		log_info("%s: rewire window ended: %s; the rewire policy no longer applies",
+		         component.c_str(),
+		         st->cfg->is_set("RewirePlan")
+		             ? (st->cfg->where("RewirePlan") + " has no active window").c_str()
+		             : (st->cfg->origin() + " sets no RewirePlan").c_str());
 	// From Slurm 23.11 "scontrol reconfigure" re-executes slurmctld, marking
 	// the new process with SLURMCTLD_RECONF, and keeps the running one when
 	// the new one fails to start: a plan the new one cannot use fails it

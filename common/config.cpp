@@ -314,6 +314,21 @@ Status tokenize_conf_line(const std::string &line, std::vector<std::string> &out
 	return Status::Ok();
 }
 
+bool next_conf_line(const std::string &text, size_t *pos, std::string *line)
+{
+	if (*pos >= text.size())
+		return false;
+	size_t end = text.find_first_of("\r\n", *pos);
+	if (end == std::string::npos) {
+		*line = text.substr(*pos);
+		*pos = text.size();
+		return true;
+	}
+	*line = text.substr(*pos, end - *pos);
+	*pos = end + (text[end] == '\r' && end + 1 < text.size() && text[end + 1] == '\n' ? 2 : 1);
+	return true;
+}
+
 namespace {
 
 bool path_missing(const std::string &path)
@@ -337,11 +352,8 @@ std::string embedded_conf(const std::string &plugstack)
 	std::string out;
 	bool any = false;
 	size_t pos = 0;
-	while (pos < plugstack.size()) {
-		size_t nl = plugstack.find('\n', pos);
-		std::string line =
-		    plugstack.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
-		pos = nl == std::string::npos ? plugstack.size() : nl + 1;
+	std::string line;
+	while (next_conf_line(plugstack, &pos, &line)) {
 		if (line.compare(0, prefix.size(), prefix) == 0) {
 			out += line.substr(prefix.size());
 			any = true;
@@ -387,11 +399,8 @@ Result<Config> Config::parse(const std::string &text, const std::string &origin)
 	cfg.origin_ = origin;
 	int lineno = 0;
 	size_t pos = 0;
-	while (pos <= text.size()) {
-		size_t nl = text.find('\n', pos);
-		std::string line =
-		    text.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
-		pos = (nl == std::string::npos) ? text.size() + 1 : nl + 1;
+	std::string line;
+	while (next_conf_line(text, &pos, &line)) {
 		lineno++;
 		auto where = [&](const std::string &msg) {
 			return Status::Error(

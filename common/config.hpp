@@ -51,6 +51,11 @@ std::string expand_node(const std::string &tmpl, const std::string &node);
 // ends the line. Error: an unterminated quote.
 Status tokenize_conf_line(const std::string &line, std::vector<std::string> &out);
 
+// The next line of text from *pos, its end (LF, CRLF or a lone CR: every
+// kind an editor writes) removed; false at the end. An empty text has no
+// line; a text ending in a line end has no empty line after it.
+bool next_conf_line(const std::string &text, size_t *pos, std::string *line);
+
 // Parse "90", "90s", "15m", "2h", "1d" into seconds.
 Result<int64_t> parse_duration(const std::string &text);
 
@@ -73,6 +78,8 @@ public:
 	bool boolean(const std::string &key) const;
 	int64_t seconds(const std::string &key) const;
 	bool is_set(const std::string &key) const;
+	// Whether the file set any key at all (blank and comment lines only: no).
+	bool any_set() const { return !values_.empty(); }
 	// Line where key was set (0 when defaulted).
 	int line_of(const std::string &key) const;
 	// "Key (origin:line)" for messages about the value of key, e.g. a path

@@ -45,6 +45,8 @@ Result<TopologyConf> topology_parse(const std::string &text, const std::string &
 			    pos, nl == std::string::npos ? std::string::npos : nl - pos);
 			pos = nl == std::string::npos ? text.size() : nl + 1;
 			lineno++;
+			while (!part.empty() && part.back() == '\r')
+				part.pop_back(); // as Slurm's reader strips a CRLF end
 			if (!part.empty() && part.back() == '\\' && pos < text.size()) {
 				part.pop_back(); // joined as Slurm's parser joins them
 				line += part;
@@ -57,6 +59,11 @@ Result<TopologyConf> topology_parse(const std::string &text, const std::string &
 			return Status::Error(
 			    strprintf("%s:%d: %s", origin.c_str(), first, msg.c_str()));
 		};
+		// Slurm ends lines at LF only: a lone CR would make two lines here
+		// and one there.
+		if (line.find('\r') != std::string::npos)
+			return where("a carriage return inside a line (CR-only line ends?): "
+			             "slurmctld reads this file by LF line ends");
 		std::vector<std::string> toks;
 		Status st = tokenize_conf_line(line, toks);
 		if (!st.ok())

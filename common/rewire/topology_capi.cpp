@@ -43,12 +43,18 @@ extern "C" onramp_topo_t *onramp_topo_build(const char *conf_path, const char *t
 		}
 		// A window in force is never dropped because its files vanished:
 		// only a plan that says so (or a good onramp.conf without one) ends it.
+		// Nor because onramp.conf came out empty (truncated, or one comment
+		// line of a file whose line ends were not read): no key at all.
 		if (m.ok() && previous_window && (conf_missing || m->plan_missing)) {
 			plan_error = true;
 			m = Status::Error(
 			    (conf_missing ? std::string(conf_path)
 			                  : c->where("RewirePlan") + ": " + c->str("RewirePlan")) +
 			    ": missing while a rewire window is in force");
+		} else if (m.ok() && previous_window && !c->any_set()) {
+			plan_error = true;
+			m = Status::Error(std::string(conf_path) +
+			                  ": sets no key while a rewire window is in force");
 		}
 		std::set<std::string> cut;
 		TopologyConf topo;
@@ -79,6 +85,14 @@ extern "C" onramp_topo_t *onramp_topo_build(const char *conf_path, const char *t
 				note = "rewire window " + m->active_id +
 				       " active: leaves cut from the spine: " +
 				       (leaves.empty() ? std::string("none") : leaves);
+			} else if (previous_window) {
+				// A window ends only this way; say so, and why.
+				note = "rewire window ended: " +
+				       (c->is_set("RewirePlan")
+				            ? c->where("RewirePlan") + " " + c->str("RewirePlan") +
+				                  " has no active window"
+				            : std::string(conf_path) + " sets no RewirePlan") +
+				       "; every leaf joined to the spine again";
 			}
 		}
 		auto t = build_switch_table(topo, nodes, cut);

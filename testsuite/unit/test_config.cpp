@@ -143,6 +143,29 @@ static void no_file_and_no_block_is_not_findable(void **)
 	assert_true(Config::findable(dir + "/onramp.conf"));
 }
 
+// LF, CRLF and a lone CR all end a line, and lines keep their numbers.
+static void every_line_ending_ends_a_line(void **)
+{
+	for (const char *eol : {"\n", "\r\n", "\r"}) {
+		std::string e = eol;
+		auto c = Config::parse("# onramp.conf" + e + "Sku=h200" + e + e +
+		                           "AdmittedFeature=ok" + e,
+		                       "/etc/onramp.conf");
+		assert_true(c.ok());
+		assert_string_equal(c->str("Sku").c_str(), "h200");
+		assert_string_equal(c->str("AdmittedFeature").c_str(), "ok");
+		assert_int_equal(c->line_of("AdmittedFeature"), 4);
+		auto bad = Config::parse("# x" + e + "Sku=a" + e + "Bogus=1", "/etc/onramp.conf");
+		assert_false(bad.ok());
+		assert_contains(bad.status().message(), "/etc/onramp.conf:3: unknown key 'Bogus'");
+	}
+	auto mixed = Config::parse("Sku=a\r\n\rAdmittedFeature=b\n", "x");
+	assert_true(mixed.ok());
+	assert_int_equal(mixed->line_of("AdmittedFeature"), 3);
+	assert_false(Config::parse("", "x")->any_set());
+	assert_false(Config::parse("# c\r# d\r", "x")->any_set());
+}
+
 static std::string g_logged;
 static void capture(int, const char *msg)
 {
@@ -177,6 +200,7 @@ int main(void)
 	    cmocka_unit_test(onramp_conf_wins_over_the_embedded_block),
 	    cmocka_unit_test(no_file_and_no_block_is_not_findable),
 	    cmocka_unit_test(a_hostile_file_never_breaks_a_log_line),
+	    cmocka_unit_test(every_line_ending_ends_a_line),
 	};
 	return cmocka_run_group_tests_name("config", tests, NULL, NULL);
 }

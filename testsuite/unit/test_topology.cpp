@@ -73,12 +73,19 @@ static void parse_errors_name_file_and_line(void **)
 	    {"SwitchName=a Nodes=n1 Speed=3\n", "t.conf:1: switch a: unknown key 'Speed'"},
 	    {"\n\nSwitchName=a Nodes=n1 LinkSpeed=x\n", "t.conf:3: switch a: LinkSpeed 'x'"},
 	    {"SwitchName=a Nodes=\"n1\n", "t.conf:1: unterminated quote"},
+	    {"# t\rSwitchName=a Nodes=n1\rSwitchName=b Nodes=n2\r",
+	     "t.conf:1: a carriage return inside a line"},
 	};
 	for (const auto &c : cases) {
 		auto r = topology_parse(c.text, "t.conf");
 		assert_false(r.ok());
 		assert_contains(r.status().message(), c.want);
 	}
+	// CRLF line ends are read as slurmctld reads them, continuations too.
+	auto crlf =
+	    topology_parse("SwitchName=a \\\r\n Nodes=n1\r\nSwitchName=b Nodes=n2\r\n", "t.conf");
+	assert_true(crlf.ok());
+	assert_int_equal(crlf->switches.size(), 2);
 	auto t = topology_parse("SwitchName=a Nodes=n1\nSwitchName=a Nodes=n2\n", "t.conf");
 	assert_true(t.ok());
 	auto b = build_switch_table(t.value(), {"n1", "n2"});
@@ -602,6 +609,67 @@ static void an_unusable_plan_never_drops_the_window_in_force(void **)
 	onramp_topo_free(t);
 }
 
+static std::string g_logged;
+static void capture(int, const char *msg)
+{
+	g_logged += std::string(msg) + "\n";
+}
+
+// Every line end an editor writes keeps the window in force; an onramp.conf
+// that sets no key at all is refused while one is; a window that ends says
+// so, and why, in the log.
+static void a_window_survives_any_line_ending_and_its_end_is_logged(void **)
+{
+	PlanDir d;
+	std::string msg;
+	const int in_force = ONRAMP_TOPO_PREVIOUS | ONRAMP_TOPO_PREVIOUS_WINDOW;
+	for (const char *eol : {"\r", "\r\n", "\n"}) {
+		assert_true(write_file_atomic(d.conf, std::string("# onramp.conf") + eol +
+		                                          "RewirePlan=" + d.plan + eol +
+		                                          "Sku=h200" + eol)
+		                .ok());
+		onramp_topo_t *t = d.build(in_force, &msg);
+		if (!t || !onramp_topo_window_active(t))
+			fail_msg("line end %s: the window in force was dropped (%s)",
+			         eol[0] == '\r' ? (eol[1] ? "CRLF" : "CR") : "LF", msg.c_str());
+		assert_contains(msg, "rewire window w1 active");
+		onramp_topo_free(t);
+	}
+	for (const char *text : {"", "# only a comment\n", "\r\n\r\n"}) {
+		assert_true(write_file_atomic(d.conf, text).ok());
+		assert_null(d.build(in_force, &msg));
+		assert_contains(msg, "sets no key while a rewire window is in force");
+	}
+	// A good onramp.conf without RewirePlan ends it, and says so.
+	assert_true(write_file_atomic(d.conf, "Sku=h200\n").ok());
+	onramp_topo_t *t = d.build(in_force, &msg);
+	assert_non_null(t);
+	assert_false(onramp_topo_window_active(t));
+	onramp_topo_free(t);
+	assert_contains(msg, "rewire window ended");
+	assert_contains(msg, "sets no RewirePlan");
+	// The job_submit side: the same at a reload.
+	setenv("ONRAMP_TOPOLOGY_CONF", d.topo.c_str(), 1);
+	char err[512] = "";
+	assert_true(write_file_atomic(d.conf, "RewirePlan=" + d.plan + "\n").ok());
+	onramp_ctx_t *ctx = onramp_ctx_create(d.conf.c_str(), "test", err, sizeof err);
+	assert_non_null(ctx);
+	assert_true(write_file_atomic(d.conf, "# onramp.conf\rRewirePlan=" + d.plan + "\r").ok());
+	g_logged.clear();
+	onramp_log_set_sink(capture);
+	assert_int_equal(onramp_ctx_reload(ctx), 0);
+	assert_true(g_logged.find("rewire window ended") == std::string::npos);
+	assert_true(write_file_atomic(d.conf, "").ok());
+	assert_int_equal(onramp_ctx_reload(ctx), -1);
+	assert_true(write_file_atomic(d.conf, "Sku=h200\n").ok());
+	assert_int_equal(onramp_ctx_reload(ctx), 0);
+	onramp_log_set_sink(nullptr);
+	assert_contains(g_logged, "sets no key while a rewire window is in force");
+	assert_contains(g_logged, "rewire window ended");
+	onramp_ctx_destroy(ctx);
+	unsetenv("ONRAMP_TOPOLOGY_CONF");
+}
+
 static void job_submit_starts_with_a_bad_plan_and_keeps_the_last_good_one(void **)
 {
 	PlanDir d;
@@ -786,6 +854,7 @@ int main(void)
 	    cmocka_unit_test(switches_defaults),
 	    cmocka_unit_test(an_unusable_plan_never_drops_the_window_in_force),
 	    cmocka_unit_test(job_submit_starts_with_a_bad_plan_and_keeps_the_last_good_one),
+	    cmocka_unit_test(a_window_survives_any_line_ending_and_its_end_is_logged),
 	    cmocka_unit_test(a_refused_onramp_conf_still_names_its_feature),
 	    cmocka_unit_test(fault_domains_follow_the_tree_without_a_fabric),
 	    cmocka_unit_test(topology_follows_the_plan_and_a_bad_plan_changes_nothing),
