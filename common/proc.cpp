@@ -80,6 +80,9 @@ ProcResult run_argv(const std::vector<std::string> &argv, const ProcOptions &opt
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	posix_spawn_file_actions_adddup2(&fa, out[1], 1);
 	posix_spawn_file_actions_adddup2(&fa, opt.separate_stderr ? err[1] : out[1], 2);
+	// Only stdin, stdout and stderr: a descriptor this process inherited
+	// without close-on-exec (a caller's lock) is not the command's to keep.
+	posix_spawn_file_actions_addclosefrom_np(&fa, 3);
 	posix_spawnattr_t attr;
 	posix_spawnattr_init(&attr);
 	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |

@@ -43,6 +43,10 @@ void SpawnAdmission::start(const std::vector<std::string> &nodes)
 			dup2(out, 1);
 			dup2(out, 2);
 		}
+		// Nothing else goes along: a descriptor the campaign inherited
+		// without close-on-exec (onrampctl expand's lock) would stay
+		// held as long as the admission runs.
+		close_range(3, ~0U, 0);
 		std::vector<char *> argv;
 		for (auto &a : args)
 			argv.push_back(&a[0]);

@@ -70,4 +70,16 @@ load migrate_helpers # and the setup/teardown hooks
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[[ $output == *"resumed at step 5"* ]]
+	# A loss of 0 is a loss, not a division by zero; garbage lines are
+	# not losses.
+	as_user sh -c "printf '4 1\n5 0\n6 0\nbogus line\n7 nan\n' >'$dir/loss.log'"
+	run "$CTL" verify-loss "$job"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == *"loss 0 before, 0 after (0.000%)"* ]]
+	as_user sh -c "printf '5 0\n6 0.25\n' >'$dir/loss.log'"
+	run "$CTL" verify-loss "$job"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ $output == *"loss 0 before, 0.25 after (100.000%)"* ]]
 }

@@ -11,10 +11,15 @@
 #include <set>
 #include <vector>
 
+#include <csignal>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
 
+#include "atomic_file.hpp"
 #include "campaign/driver.hpp"
 #include "slurm/fake.hpp"
 
@@ -469,12 +474,41 @@ void pairs_and_smoke_jobs_then_done_and_a_failed_rack_reruns_alone(void **)
 	assert_int_equal(w.reboots().size(), 4);
 }
 
+// The admission the campaign detaches outlives it: it must not take the
+// campaign's descriptors along (onrampctl expand's lock, inherited from the
+// shell without close-on-exec), or a re-run is refused while it lives.
+void a_detached_admission_holds_none_of_the_campaigns_descriptors(void **)
+{
+	std::string dir = unit_tmpdir(), lock = dir + "/expand.c1.lock", pidf = dir + "/pid",
+	            ctl = dir + "/onrampctl";
+	assert_true(write_file_atomic(ctl, "#!/bin/sh\necho $$ >" + pidf + ".new && mv " + pidf +
+	                                       ".new " + pidf + "\nexec sleep 30\n")
+	                .ok());
+	assert_int_equal(chmod(ctl.c_str(), 0755), 0);
+	int fd = open(lock.c_str(), O_RDONLY | O_CREAT, 0644); // as bash opens it
+	assert_true(fd >= 0);
+	assert_int_equal(flock(fd, LOCK_EX | LOCK_NB), 0);
+	SpawnAdmission(ctl, 60, dir + "/admit.log").start({"n1"});
+	for (int i = 0; i < 100 && !read_file(pidf, 64).ok(); i++)
+		usleep(50000);
+	auto p = read_file(pidf, 64);
+	assert_true(p.ok());
+	close(fd);
+	int again = open(lock.c_str(), O_RDONLY);
+	int rc = flock(again, LOCK_EX | LOCK_NB);
+	close(again);
+	kill(atoi(p.value().c_str()), SIGKILL);
+	if (rc != 0)
+		fail_msg("the detached admission still holds the campaign's lock");
+}
+
 } // namespace
 
 int main()
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(runs_every_wave_and_judges_each_node),
+	    cmocka_unit_test(a_detached_admission_holds_none_of_the_campaigns_descriptors),
 	    cmocka_unit_test(a_users_job_named_like_an_admission_does_not_suppress_it),
 	    cmocka_unit_test(a_crash_at_every_step_then_resume_reboots_no_node_twice),
 	    cmocka_unit_test(a_wave_below_the_rate_pauses_and_a_rerun_readmits_without_reboot),

@@ -3,6 +3,7 @@
 #include "unit.hpp"
 
 #include <csignal>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "proc.hpp"
@@ -80,6 +81,19 @@ static void extra_environment_replaces_a_variable(void **)
 	assert_string_equal(r.out.c_str(), "new");
 }
 
+// A descriptor inherited without close-on-exec (a shell's lock) is not
+// passed on to the command.
+static void the_command_gets_only_stdin_stdout_and_stderr(void **)
+{
+	int fd = open("/dev/null", O_RDONLY); // no O_CLOEXEC, as bash opens a lock
+	assert_true(fd > 2);
+	ProcResult r = run_argv({"sh", "-c", "test -e /proc/self/fd/" + std::to_string(fd)});
+	close(fd);
+	if (r.rc == 0)
+		fail_msg("descriptor %d reached the command", fd);
+	assert_int_equal(r.rc, 1);
+}
+
 static void command_lines_split_into_words_with_substitution(void **)
 {
 	auto subst = [](char c, std::string *v) {
@@ -110,6 +124,7 @@ int main()
 	    cmocka_unit_test(lines_arrive_one_by_one),
 	    cmocka_unit_test(extra_environment_replaces_a_variable),
 	    cmocka_unit_test(command_lines_split_into_words_with_substitution),
+	    cmocka_unit_test(the_command_gets_only_stdin_stdout_and_stderr),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
