@@ -505,8 +505,10 @@ Validation validation_from(const Config &cfg, const std::string &admit,
 	return v;
 }
 
-std::optional<slurm::Job> Driver::wait_job(uint32_t id)
+std::optional<slurm::Job> Driver::wait_job(uint32_t id, int64_t limit_s, bool *timed_out)
 {
+	const int64_t end = now() + limit_s;
+	*timed_out = false;
 	for (;;) {
 		auto j = s_.job(id);
 		if (!j.ok() || !j->has_value())
@@ -514,6 +516,13 @@ std::optional<slurm::Job> Driver::wait_job(uint32_t id)
 		const std::string &st = j->value().state;
 		if (st != "PENDING" && st != "RUNNING" && st != "CONFIGURING" && st != "COMPLETING")
 			return j->value();
+		if (now() >= end) {
+			*timed_out = true;
+			Status c = s_.cancel(id);
+			if (!c.ok())
+				log_warn("cannot cancel job %u: %s", id, c.message().c_str());
+			return std::nullopt;
+		}
 		clock_.sleep(set_.poll_s);
 	}
 }
@@ -551,9 +560,10 @@ void Driver::run_pair(const std::string &id, int i, const PairRow &p, const Vali
 	             "pair", "--node", p.node, "--peer", p.peer, "--json-only"};
 	auto job = s_.submit(b);
 	std::string rc = "submit", result = "inconclusive", detail, jobname = "";
+	bool timed_out = false;
 	if (job.ok()) {
 		jobname = std::to_string(job.value());
-		auto end = wait_job(job.value());
+		auto end = wait_job(job.value(), set_.pair_wait_s, &timed_out);
 		rc = end ? std::to_string(end->exit_status) : "";
 	}
 	// The pair test's JSON verdict line (the job's other lines skipped).
@@ -569,6 +579,9 @@ void Driver::run_pair(const std::string &id, int i, const PairRow &p, const Vali
 		a = b == std::string::npos ? text->size() : b + 1;
 	}
 	result = rc == "0" ? "pass" : rc == "1" ? "fail" : "inconclusive";
+	if (timed_out)
+		detail = strprintf("job %s not ended within %lld s: cancelled", jobname.c_str(),
+		                   static_cast<long long>(set_.pair_wait_s));
 	if (detail.empty())
 		detail = "job " + (job.ok() ? jobname : job.status().message()) + " exit " +
 		         (rc.empty() ? "?" : rc);

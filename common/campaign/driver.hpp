@@ -86,6 +86,9 @@ struct Settings {
 	int64_t admit_timeout_s = 1800;
 	int64_t kick_after_s = 60;
 	double poll_s = 1;
+	// A cross-rack pair job's whole wait: its 10 min time limit and
+	// 5 min to be scheduled; then it is cancelled, the pair inconclusive.
+	int64_t pair_wait_s = 900;
 };
 
 // Settings from onramp.conf (AdmittedFeature, AdmissionReservation), the
@@ -167,9 +170,9 @@ private:
 	std::string resv_of(const std::string &node) const;
 	void readmit(const std::string &node);
 	bool admission_queued(const std::string &node);
-	// Wait for job to end (Slurm forgot it: nullopt); give up after
-	// timeout_s (0: never) and return the job as last seen.
-	std::optional<slurm::Job> wait_job(uint32_t id);
+	// The job once it ended; nullopt when it is gone, or still not ended
+	// after limit_s seconds (then cancelled, and *timed_out set).
+	std::optional<slurm::Job> wait_job(uint32_t id, int64_t limit_s, bool *timed_out);
 	void run_pair(const std::string &id, int i, const PairRow &p, const Validation &v);
 	Journal &j_;
 	slurm::SlurmClient &s_;

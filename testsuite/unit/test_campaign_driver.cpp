@@ -474,6 +474,61 @@ void pairs_and_smoke_jobs_then_done_and_a_failed_rack_reruns_alone(void **)
 	assert_int_equal(w.reboots().size(), 4);
 }
 
+// A pair job that never starts (its nodes taken, its reservation stuck) is
+// cancelled after the pair's wait and the pair is inconclusive: the
+// campaign goes on.
+void a_pair_job_that_never_ends_is_cancelled_and_inconclusive(void **)
+{
+	std::string dir = tmpdir();
+	struct Bounded : World {
+		void sleep(double s) override
+		{
+			World::sleep(s);
+			if (t > 1000 + 86400)
+				throw Crash(); // a day: the wait has no end
+		}
+	} w;
+	w.fs.on_submit = [&](FakeSlurm::FakeJob &j, const slurm::BatchJob &b) {
+		if (j.job.name.compare(0, 12, "onramp-pair:") == 0)
+			return; // PENDING for ever
+		FILE *f = fopen(b.output.c_str(), "w");
+		assert_non_null(f);
+		fputs("verdict: pass: 2 nodes\n", f);
+		fclose(f);
+		j.job.state = "COMPLETED";
+	};
+	Validation v;
+	v.admit = "onramp-admit";
+	v.smoke_job = "onramp-smoke-job";
+	v.out_dir = dir + "/expand";
+	auto j = open_journal(dir);
+	Settings s = settings();
+	CountingCrash none;
+	Driver d(*j, w.fs, w, s, w, none);
+	PlanRequest r{"c1", {"node1", "node2", "node5", "node6"}, 0.5, 1, 600};
+	bool refused = false;
+	assert_true(d.plan(r, kLeafOf, kSizes, &refused).ok());
+	std::string why;
+	try {
+		auto out = d.run("c1", v, &why);
+		assert_true(out.ok());
+	} catch (const Crash &) {
+		fail_msg("the campaign still waits for a pair job after a day");
+	}
+	auto pairs = j->pairs("c1");
+	assert_true(pairs.ok() && !pairs->empty());
+	int cancels = 0;
+	for (const auto &a : w.fs.actions)
+		cancels += a.compare(0, 7, "cancel ") == 0;
+	assert_int_equal(cancels, static_cast<int>(pairs->size()));
+	for (const auto &p : pairs.value()) {
+		assert_string_equal(p.result.c_str(), "inconclusive");
+		assert_contains(p.detail, "not ended within 900 s: cancelled");
+	}
+	for (const auto &[name, r] : w.fs.resvs_)
+		assert_true(name.find("_pair_") == std::string::npos);
+}
+
 // The admission the campaign detaches outlives it: it must not take the
 // campaign's descriptors along (onrampctl expand's lock, inherited from the
 // shell without close-on-exec), or a re-run is refused while it lives.
@@ -509,6 +564,7 @@ int main()
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(runs_every_wave_and_judges_each_node),
 	    cmocka_unit_test(a_detached_admission_holds_none_of_the_campaigns_descriptors),
+	    cmocka_unit_test(a_pair_job_that_never_ends_is_cancelled_and_inconclusive),
 	    cmocka_unit_test(a_users_job_named_like_an_admission_does_not_suppress_it),
 	    cmocka_unit_test(a_crash_at_every_step_then_resume_reboots_no_node_twice),
 	    cmocka_unit_test(a_wave_below_the_rate_pauses_and_a_rerun_readmits_without_reboot),
