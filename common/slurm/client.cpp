@@ -3,8 +3,10 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <climits>
 #include <dirent.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
 
@@ -355,6 +357,22 @@ Status reregister_slurmd(const std::string &node)
 		}
 		std::string exe = argv[0].substr(argv[0].rfind('/') + 1);
 		if (exe != "slurmd")
+			continue;
+		// argv[0] is the process's to choose: a user's look-alike named
+		// slurmd is not slurmd. It must run the slurmd binary and belong
+		// to root (or to this account, where slurmd runs as it).
+		struct stat ps;
+		std::string proc = std::string("/proc/") + e->d_name;
+		if (stat(proc.c_str(), &ps) != 0 || (ps.st_uid != 0 && ps.st_uid != geteuid()))
+			continue;
+		char path[PATH_MAX];
+		ssize_t n = readlink((proc + "/exe").c_str(), path, sizeof path - 1);
+		if (n <= 0)
+			continue;
+		path[n] = '\0';
+		std::string real = path;
+		real = real.substr(real.rfind('/') + 1);
+		if (real != "slurmd" && real != "slurmd (deleted)")
 			continue;
 		any.push_back(static_cast<pid_t>(pid));
 		for (size_t i = 0; i + 1 < argv.size(); i++)

@@ -3,6 +3,12 @@
 // the JSON the tools print of jobs and slurmctld's configuration.
 #include "unit.hpp"
 
+#include <csignal>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "atomic_file.hpp"
+
 #include "slurm/client.hpp"
 #include "slurm/fake.hpp"
 #include "slurm/to_json.hpp"
@@ -277,6 +283,40 @@ static void test_job_json_carries_state_nodes_hold_and_switches(void **)
 	assert_contains(slurm::to_json(p.job).dump(), "\"finished\":true");
 }
 
+// A user's process named slurmd, with -N NODE in its argv, takes no SIGHUP
+// meant for the node's slurmd.
+static void test_a_look_alike_slurmd_gets_no_signal(void **)
+{
+	if (geteuid() != 0)
+		skip(); // needs another account for the look-alike
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (setgid(65534) != 0 || setuid(65534) != 0)
+			_exit(3);
+		execl("/bin/sh", "slurmd", "-c", "sleep 30; :", "-N", "onramp-unit-node", nullptr);
+		_exit(4);
+	}
+	assert_true(pid > 0);
+	std::string cmd = "/proc/" + std::to_string(pid) + "/cmdline";
+	for (int i = 0; i < 100; i++) {
+		auto c = onramp::read_file(cmd, 4096);
+		if (c.ok() && c->compare(0, 7, "slurmd") == 0)
+			break;
+		usleep(20000);
+	}
+	onramp::Status st = onramp::reregister_slurmd("onramp-unit-node");
+	usleep(100000);
+	int status = 0;
+	pid_t done = waitpid(pid, &status, WNOHANG);
+	kill(pid, SIGKILL);
+	waitpid(pid, nullptr, 0);
+	if (done == pid && WIFSIGNALED(status) && WTERMSIG(status) == SIGHUP)
+		fail_msg("a user's look-alike slurmd took the SIGHUP");
+	assert_int_equal(done, 0);
+	assert_false(st.ok());
+	assert_contains(st.message(), "no slurmd for node onramp-unit-node");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -293,6 +333,7 @@ int main(void)
 	    cmocka_unit_test(test_sbatch_args_quote_every_word),
 	    cmocka_unit_test(test_ctl_conf_json_names_cluster_and_slurm_user),
 	    cmocka_unit_test(test_job_json_carries_state_nodes_hold_and_switches),
+	    cmocka_unit_test(test_a_look_alike_slurmd_gets_no_signal),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
