@@ -33,11 +33,16 @@ std::vector<std::string> merged_env(const std::vector<std::string> &extra)
 			size_t eq = x.find('=');
 			if (eq != std::string::npos && s.compare(0, eq + 1, x, 0, eq + 1) == 0)
 				replaced = true;
+			if (eq == std::string::npos && s.compare(0, x.size(), x) == 0 &&
+			    s.size() > x.size() && s[x.size()] == '=')
+				replaced = true; // "NAME" alone: removed
 		}
 		if (!replaced)
 			env.push_back(s);
 	}
-	env.insert(env.end(), extra.begin(), extra.end());
+	for (const auto &x : extra)
+		if (x.find('=') != std::string::npos)
+			env.push_back(x);
 	return env;
 }
 

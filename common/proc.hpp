@@ -23,7 +23,8 @@ struct ProcOptions {
 	// Called with each complete line of stdout (without '\n') as it
 	// arrives; out still collects everything.
 	std::function<void(const std::string &)> on_line;
-	// Extra "NAME=VALUE" entries added to (or replacing in) the environment.
+	// Extra "NAME=VALUE" entries added to (or replacing in) the environment;
+	// a "NAME" alone removes NAME from it.
 	std::vector<std::string> env;
 };
 

@@ -185,6 +185,12 @@ Result<std::vector<Switch>> parse_switch_lines(const std::string &text)
 		lineno++;
 		if (line.find_first_not_of(" \t") == std::string::npos)
 			continue;
+		// Records of a partition's other topology (topology.yaml, 25.05+:
+		// block, ring, torus) are not switches; any other line is named.
+		std::string first = line.substr(0, line.find_first_of(" =\t"));
+		if (first == "BlockName" || first == "AggregatedBlock" || first == "RingName" ||
+		    first == "TorusName" || first == "Topology" || first == "TopologyName")
+			continue;
 		Switch s;
 		bool have_level = false;
 		for (const auto &word : split(line, ' ')) {

@@ -460,6 +460,8 @@ public:
 		ProcOptions po;
 		po.timeout_s = 60;
 		po.separate_stderr = true;
+		// SLURM_TOPO_LEN cuts every record at that many characters.
+		po.env = {"SLURM_TOPO_LEN"};
 		ProcResult r = run_argv({"scontrol", "show", "topology"}, po);
 		if (r.rc != 0)
 			return Status::Error(

@@ -79,6 +79,12 @@ static void extra_environment_replaces_a_variable(void **)
 	o.env = {"ONRAMP_UNIT_PROC=new"};
 	ProcResult r = run_argv({"sh", "-c", "echo $ONRAMP_UNIT_PROC"}, o);
 	assert_string_equal(r.out.c_str(), "new");
+	// A name alone removes the variable (and no other sharing its prefix).
+	setenv("ONRAMP_UNIT_PROC_2", "kept", 1);
+	o.env = {"ONRAMP_UNIT_PROC"};
+	r = run_argv({"sh", "-c", "echo ${ONRAMP_UNIT_PROC-unset} $ONRAMP_UNIT_PROC_2"}, o);
+	assert_string_equal(r.out.c_str(), "unset kept");
+	unsetenv("ONRAMP_UNIT_PROC_2");
 }
 
 // A descriptor inherited without close-on-exec (a shell's lock) is not

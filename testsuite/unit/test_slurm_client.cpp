@@ -147,6 +147,15 @@ static void test_switch_lines_parse_scontrol_records(void **)
 	assert_true(t.value()[0].switches.empty());
 	assert_int_equal(t.value()[1].level, 1);
 	assert_string_equal(t.value()[1].switches.c_str(), "leaf[1,3-4]");
+	// A partition's block or ring records (topology.yaml) are not switches.
+	auto mixed = slurm::parse_switch_lines(
+	    "BlockName=b1 BlockIndex=0 Nodes=node[1-4] BlockSize=4\n"
+	    "AggregatedBlock=b1-2 BlockIndex=1 Nodes=node[1-8] BlockSize=8\n"
+	    "SwitchName=leaf1 Level=0 LinkSpeed=1 Nodes=node[1-2]\n"
+	    "RingName=r1 Nodes=node[1-2] RingSize=2\n");
+	assert_true(mixed.ok());
+	assert_int_equal(mixed->size(), 1);
+	assert_string_equal(mixed.value()[0].name.c_str(), "leaf1");
 	// A line that is not a record is named, not skipped.
 	auto bad = slurm::parse_switch_lines("SwitchName=leaf1 Level=0\nLevel=x\n");
 	assert_false(bad.ok());
