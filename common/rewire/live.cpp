@@ -147,6 +147,14 @@ Result<std::vector<uint32_t>> rewire_release_held(slurm::SlurmClient &c,
 			continue;
 		if (!j.held)
 			continue; // already released
+		if (j.held_by_admin) {
+			// Its user released onramp's hold and an admin held it
+			// again: the admin's hold, not the window's, to lift.
+			log_info("job %u: held by an admin since; not released at the end of "
+			         "rewire window %s",
+			         j.id, window_id.c_str());
+			continue;
+		}
 		Status st = c.release(j.id);
 		if (st.ok()) {
 			out.push_back(j.id);

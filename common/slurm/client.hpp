@@ -55,6 +55,9 @@ struct Job {
 	// the request's priority as the user's), so the reason does not say
 	// who held it.
 	bool held = false;
+	// Held by an admin's `scontrol hold` (JobHeldAdmin), not by its user or
+	// a job_submit plugin.
+	bool held_by_admin = false;
 	// --switches: at most req_switch leaf switches, waited for up to
 	// wait4switch seconds (0, 0 when the job asks for none).
 	uint32_t req_switch = 0;
@@ -232,6 +235,9 @@ void init_libslurm();
 // on first use) unless set_default_client() replaced it (tests).
 SlurmClient &default_client();
 void set_default_client(std::unique_ptr<SlurmClient> c);
+// How long the default client, when it is made, waits for an unreachable
+// slurmctld (600 s unless set first; the prolog and epilog set less).
+void set_default_ctld_timeout(double s);
 
 // Call attempt until it reports that slurmctld answered (true) or
 // timeout_s has passed; between attempts sleep first_s doubling up to

@@ -136,6 +136,7 @@ Job to_job(const slurm_job_info_t &j)
 	o.exit_status = static_cast<int>((j.exit_code >> 8) & 0xff);
 	o.state_desc = str(j.state_desc);
 	o.held = j.priority == 0;
+	o.held_by_admin = o.held && j.state_reason == WAIT_HELD;
 	if (j.req_switch != NO_VAL && j.req_switch != 0) {
 		o.req_switch = j.req_switch;
 		o.wait4switch = j.wait4switch == NO_VAL ? 0 : j.wait4switch;

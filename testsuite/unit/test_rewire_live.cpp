@@ -76,6 +76,7 @@ static void test_finish_releases_only_jobs_marked_in_admin_comment(void **)
 	pending(f, 15, true, rewire_hold_marker("w2"));      // another window's
 	pending(f, 16, true, mark + "x");                    // not the mark
 	pending(f, 17, false, mark);                         // already released
+	pending(f, 19, true, mark).job.held_by_admin = true; // released, then an admin's hold
 	f.add_job(18, "node1", "").job.admin_comment = mark; // running
 	f.add_node("node1", "");
 	std::vector<std::string> failed;
@@ -86,7 +87,7 @@ static void test_finish_releases_only_jobs_marked_in_admin_comment(void **)
 	assert_int_equal(ids.value()[1], 11);
 	assert_true(failed.empty());
 	assert_int_equal(count_actions(f, "release"), 2);
-	for (uint32_t id : {12u, 13u, 15u, 16u})
+	for (uint32_t id : {12u, 13u, 15u, 16u, 19u})
 		assert_true(f.jobs_.at(id).job.held);
 }
 
