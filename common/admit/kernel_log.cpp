@@ -165,6 +165,19 @@ Result<std::string> read_kernel_log(const std::string &path)
 	if (stat(path.c_str(), &sb) != 0)
 		return Status::Error(strprintf("kernel log %s: %s", path.c_str(), strerror(errno)));
 	if (!S_ISCHR(sb.st_mode)) {
+		// A dmesg-format file has no facility on its lines: every line in
+		// it is taken for the kernel's, so only root may have written it.
+		// One another account can write could forge an XID and drain the
+		// node: refused, which makes the check inconclusive.
+		if ((sb.st_uid != 0 && sb.st_uid != geteuid()) ||
+		    (sb.st_mode & (S_IWGRP | S_IWOTH)))
+			return Status::Error(strprintf(
+			    "kernel log %s: owned by uid %u, mode %04o: a kernel log file must "
+			    "belong to root (or this account) and be writable by no other account "
+			    "(its lines "
+			    "carry no facility)",
+			    path.c_str(), static_cast<unsigned>(sb.st_uid),
+			    static_cast<unsigned>(sb.st_mode & 07777)));
 		auto t = read_file(path, 64u << 20);
 		if (!t.ok())
 			return Status::Error("kernel log: " + t.status().message());

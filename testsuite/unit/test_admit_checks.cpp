@@ -166,6 +166,17 @@ static void xids_from_kmsg_and_dmesg(void **)
 	assert_true(text.ok());
 	assert_int_equal(parse_xids(text.value(), 10000.0, 7200.0).size(), 3);
 	assert_false(read_kernel_log("/nonexistent/kmsg").ok());
+	// A file another account could write is refused: its lines carry no
+	// facility, so anyone writing it could forge an XID.
+	chmod(f.c_str(), 0666);
+	auto open_to_all = read_kernel_log(f);
+	assert_false(open_to_all.ok());
+	assert_contains(open_to_all.status().message(), "writable by no other account");
+	chmod(f.c_str(), 0644);
+	if (geteuid() == 0) {
+		assert_int_equal(chown(f.c_str(), 65534, 65534), 0);
+		assert_false(read_kernel_log(f).ok());
+	}
 }
 
 // Only the driver's own lines are XIDs: a kernel-facility record whose
