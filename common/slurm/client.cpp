@@ -38,14 +38,24 @@ std::unique_ptr<SlurmClient> &default_slot()
 	static std::unique_ptr<SlurmClient> c;
 	return c;
 }
+double &default_timeout()
+{
+	static double t = 600;
+	return t;
+}
 } // namespace
 
 SlurmClient &default_client()
 {
 	auto &c = default_slot();
 	if (!c)
-		c = libslurm_client();
+		c = libslurm_client(default_timeout());
 	return *c;
+}
+
+void set_default_ctld_timeout(double s)
+{
+	default_timeout() = s;
 }
 
 void set_default_client(std::unique_ptr<SlurmClient> c)
@@ -378,7 +388,12 @@ Status reregister_slurmd(const std::string &node)
 		path[n] = '\0';
 		std::string real = path;
 		real = real.substr(real.rfind('/') + 1);
-		if (real != "slurmd" && real != "slurmd (deleted)")
+		const std::string deleted = " (deleted)"; // upgraded under it
+		if (real.size() > deleted.size() &&
+		    real.compare(real.size() - deleted.size(), deleted.size(), deleted) == 0)
+			real.resize(real.size() - deleted.size());
+		// Debian installs the binary as slurmd-wlm (an alternative).
+		if (real != "slurmd" && real.compare(0, 7, "slurmd-") != 0)
 			continue;
 		any.push_back(static_cast<pid_t>(pid));
 		for (size_t i = 0; i + 1 < argv.size(); i++)

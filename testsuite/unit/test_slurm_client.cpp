@@ -326,6 +326,43 @@ static void test_a_look_alike_slurmd_gets_no_signal(void **)
 	assert_contains(st.message(), "no slurmd for node onramp-unit-node");
 }
 
+// The node's own slurmd (root's, its binary Debian's slurmd-wlm) does get it.
+static void test_the_nodes_slurmd_gets_the_signal(void **)
+{
+	if (geteuid() != 0)
+		skip();
+	std::string bin = unit_tmpdir() + "/slurmd-wlm";
+	assert_int_equal(system(("cp /bin/sh " + bin).c_str()), 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		execl(bin.c_str(), "slurmd", "-c", "sleep 30; :", "-N", "onramp-unit-node2",
+		      nullptr);
+		_exit(4);
+	}
+	std::string cmd = "/proc/" + std::to_string(pid) + "/cmdline";
+	for (int i = 0; i < 100; i++) {
+		auto c = onramp::read_file(cmd, 4096);
+		if (c.ok() && c->compare(0, 7, "slurmd") == 0)
+			break;
+		usleep(20000);
+	}
+	onramp::Status st = onramp::reregister_slurmd("onramp-unit-node2");
+	int status = 0;
+	pid_t done = 0;
+	for (int i = 0; i < 50 && done == 0; i++) {
+		usleep(20000);
+		done = waitpid(pid, &status, WNOHANG);
+	}
+	if (done == 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, nullptr, 0);
+	}
+	if (!st.ok())
+		fail_msg("%s", st.message().c_str());
+	assert_int_equal(done, pid);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGHUP);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -343,6 +380,7 @@ int main(void)
 	    cmocka_unit_test(test_ctl_conf_json_names_cluster_and_slurm_user),
 	    cmocka_unit_test(test_job_json_carries_state_nodes_hold_and_switches),
 	    cmocka_unit_test(test_a_look_alike_slurmd_gets_no_signal),
+	    cmocka_unit_test(test_the_nodes_slurmd_gets_the_signal),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
