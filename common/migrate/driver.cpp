@@ -102,6 +102,9 @@ slurm::SignalScope scope_of(SignalTarget t)
 // or, when slurmctld lost the requeue (killed before it saved the run's
 // end, it recovers the job PENDING with its old Restarts), the run began
 // after the signal.
+// Redos of steps a restarted slurmctld lost, per run of the driver.
+constexpr int kMaxRedos = 3;
+
 bool new_run(const slurm::Job &j, const Migration &m)
 {
 	return static_cast<int64_t>(j.restarts) > m.restarts ||
@@ -520,10 +523,31 @@ bool Driver::drive_locked(Migration &m)
 		if (m.target_nodes)
 			for (const auto &n : expand(m.target))
 				tgt.insert(n);
-		std::string where;
+		std::string where, lost;
 		for (;;) {
 			auto j = job(m.job);
 			bool on_target = false;
+			// A slurmctld that restarted (or failed over) from a state
+			// saved before the requeue has the job RUNNING in its old run:
+			// the move never happened. Redo it from the journal.
+			if (j && j->running() && !new_run(*j, m) && m.redos < kMaxRedos) {
+				lost =
+				    strprintf("slurmctld lost the requeue (restarted from a state "
+				              "saved before it): job RUNNING on %s, Restarts %u",
+				              j->nodes.c_str(), j->restarts);
+				break;
+			}
+			// Or it lost only the release: the job is held again.
+			if (j && j->pending() && j->held && m.redos < kMaxRedos) {
+				m.redos++;
+				log_warn(
+				    "job %u: held again after its release (slurmctld restarted "
+				    "from an older state?); releasing it again",
+				    m.job);
+				Status s = s_.release(m.job);
+				if (!s.ok())
+					log_warn("job %u: %s", m.job, s.message().c_str());
+			}
 			if (j && j->running() && new_run(*j, m)) {
 				on_target = true;
 				for (const auto &n : expand(j->nodes)) {
@@ -563,6 +587,21 @@ bool Driver::drive_locked(Migration &m)
 				break;
 			}
 			clock_.sleep(1);
+		}
+		if (!lost.empty()) {
+			m.redos++;
+			log_warn("job %u: %s; redoing the move from VERIFIED", m.job, lost.c_str());
+			std::string failed;
+			{
+				// Its drain may be lost too: drain the sources again.
+				FileLock lock(lock_path(cfg_, "drain.lock"), true);
+				failed = drain_sources(m);
+			}
+			if (!failed.empty())
+				log_warn("job %u: %s", m.job, failed.c_str());
+			if (!step(m, "VERIFIED", lost + "; redone from here"))
+				return false;
+			return drive_locked(m);
 		}
 		restore_marker(m);
 		FileLock lock(lock_path(cfg_, "drain.lock"), true);

@@ -31,6 +31,9 @@ struct Migration {
 	int sig = 12; // SIGUSR2
 	int64_t ack_s = 60, grace_s = 300, confirm_s = 300;
 	int64_t created_ms = 0, updated_ms = 0;
+	// Not journaled: how often this run redid steps a restarted slurmctld
+	// had lost (bounded, so a controller that keeps losing them ends it).
+	int redos = 0;
 };
 
 // DONE and ABORTED end a migration (its row is no longer active).

@@ -311,6 +311,50 @@ void test_requeue_lost_by_slurmctld(void **)
 	assert_int_equal(w.count_actions("requeuehold"), 0); // it was pending: held
 }
 
+// slurmctld SIGKILLed right after the release and restarted from a state
+// saved before the requeue (issue 24): the job is RUNNING in its old run on
+// n1 with Restarts 0, n1's drain is gone. The driver sees the move was
+// lost and redoes it from VERIFIED; DONE only once the job runs on rack2.
+void test_a_move_the_controller_forgot_is_redone(void **)
+{
+	World w;
+	auto start = w.slurm.on_start;
+	int64_t before_signal = w.slurm.jobs_.at(kJob).job.start_time;
+	bool lost = false;
+	w.slurm.on_start = [&](FakeSlurm::FakeJob &j) {
+		if (lost) {
+			start(j);
+			return;
+		}
+		lost = true; // the state saved before the requeue comes back
+		j.job.state = "RUNNING";
+		j.job.nodes = "n1";
+		j.job.restarts = 0;
+		j.job.start_time = before_signal;
+		j.job.held = false;
+		j.exc_nodes.clear();
+		j.job.features.clear();
+		slurm::Node &n1 = w.slurm.nodes_["n1"];
+		n1.drain = false;
+		n1.reason.clear();
+	};
+	migrate::CrashHook none;
+	w.migrate(none);
+	auto all = w.journal()->list(kJob);
+	assert_true(all.ok());
+	assert_int_equal(all->size(), 1);
+	assert_string_equal(all->front().state.c_str(), "DONE");
+	if (!all->front().error.empty())
+		fail_msg("journaled DONE with: %s", all->front().error.c_str());
+	auto &fj = w.slurm.jobs_.at(kJob);
+	assert_string_equal(fj.job.state.c_str(), "RUNNING");
+	assert_true(fj.job.nodes == "n3" || fj.job.nodes == "n4");
+	assert_int_equal(w.count_actions("requeuehold"), 2);
+	assert_int_equal(w.count_actions("drain n1"), 2); // its lost drain set again
+	assert_false(w.slurm.nodes_["n1"].drain);         // and undone at the end
+	assert_int_equal(w.starts, 1);
+}
+
 void test_ctld_down_midway(void **)
 {
 	World w;
@@ -541,6 +585,7 @@ int main(void)
 	    cmocka_unit_test(test_crash_at_every_boundary),
 	    cmocka_unit_test(test_env_stop_hook),
 	    cmocka_unit_test(test_requeue_lost_by_slurmctld),
+	    cmocka_unit_test(test_a_move_the_controller_forgot_is_redone),
 	    cmocka_unit_test(test_ctld_down_midway),
 	    cmocka_unit_test(test_ctld_down_too_long_aborts_cleanly),
 	    cmocka_unit_test(test_old_journal_mid_flight),
