@@ -93,8 +93,11 @@ JobCheck epilog_check(AdmitInputs &in, double since_epoch, double timeout_s)
 } // namespace admit
 } // namespace onramp
 
+#include <cerrno>
 #include <cstdlib>
-#include <fstream>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "atomic_file.hpp"
@@ -104,6 +107,9 @@ JobCheck epilog_check(AdmitInputs &in, double since_epoch, double timeout_s)
 namespace onramp {
 namespace admit {
 namespace {
+
+constexpr off_t kJobCheckLogMax = 1 << 20; // jobcheck.log rotated past it
+constexpr double kJobCheckCtldWait = 30;   // seconds for an unreachable slurmctld, all calls
 
 std::string env(const char *name)
 {
@@ -122,8 +128,21 @@ void append_log(const Config &cfg, const std::string &node, const std::string &l
 	std::string dir = expand_node(cfg.str("NodeStateDir"), node);
 	if (!make_dirs(dir).ok())
 		return;
-	std::ofstream f(dir + "/jobcheck.log", std::ios::app);
-	f << iso_time(time(nullptr)) << " " << line << "\n";
+	// Root appends here: never through a symlink another account put in
+	// its place; and bounded, the previous MiB kept as jobcheck.log.1.
+	const std::string path = dir + "/jobcheck.log";
+	struct stat st;
+	if (lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > kJobCheckLogMax)
+		rename(path.c_str(), (path + ".1").c_str());
+	int fd = open_nofollow(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+	if (fd < 0) {
+		log_error("%s: %s; not logged: %s", path.c_str(), strerror(errno), line.c_str());
+		return;
+	}
+	std::string text = iso_time(time(nullptr)) + " " + line + "\n";
+	if (write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size()))
+		log_error("%s: short write", path.c_str());
+	close(fd);
 }
 
 } // namespace
@@ -133,6 +152,10 @@ int jobcheck_main(JobCheckMode mode, int argc, char **argv)
 	const bool prolog = mode == JobCheckMode::Prolog;
 	const char *prog = prolog ? "onramp-prolog" : "onramp-epilog";
 	log_set_program(prog);
+	// slurmd waits on us (PrologEpilogTimeout) and the node stays
+	// COMPLETING meanwhile: a slurmctld away is waited for briefly, then a
+	// drain that could not be set fails the script, and slurmd drains.
+	slurm::set_default_ctld_budget(kJobCheckCtldWait);
 	std::string conf_path = default_conf_path();
 	for (int i = 1; i < argc; i++) {
 		std::string a = argv[i];
@@ -227,8 +250,9 @@ int jobcheck_main(JobCheckMode mode, int argc, char **argv)
 	if (!st.ok())
 		log_error("%s", st.message().c_str());
 	// A failing prolog makes Slurm requeue the job and drain the node (our
-	// reason, set first, is kept); the epilog has drained it itself.
-	return prolog ? 1 : 0;
+	// reason, set first, is kept); the epilog has drained it itself, or
+	// fails so that slurmd drains it when slurmctld could not be told.
+	return prolog || !st.ok() ? 1 : 0;
 }
 
 } // namespace admit

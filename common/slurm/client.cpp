@@ -38,24 +38,19 @@ std::unique_ptr<SlurmClient> &default_slot()
 	static std::unique_ptr<SlurmClient> c;
 	return c;
 }
-double &default_timeout()
-{
-	static double t = 600;
-	return t;
-}
 } // namespace
 
 SlurmClient &default_client()
 {
 	auto &c = default_slot();
 	if (!c)
-		c = libslurm_client(default_timeout());
+		c = libslurm_client();
 	return *c;
 }
 
-void set_default_ctld_timeout(double s)
+void set_default_ctld_budget(double s)
 {
-	default_timeout() = s;
+	default_slot() = libslurm_client(s, true);
 }
 
 void set_default_client(std::unique_ptr<SlurmClient> c)
@@ -75,10 +70,18 @@ bool retry_while_unreachable(const Backoff &b, const std::function<bool()> &atte
 		    std::chrono::milliseconds(static_cast<int64_t>(s * 1000)));
 	};
 	log_warn("slurmctld does not answer (%s); retrying for up to %.0fs", what, b.timeout_s);
+	// Really sleeping, the attempts count too (each can take libslurm's
+	// own connect retries); a test's sleep stands in for the clock.
+	const auto t0 = std::chrono::steady_clock::now();
 	double waited = 0, wait = b.first_s;
 	while (waited < b.timeout_s) {
-		sleep(wait);
-		waited += wait;
+		sleep(std::min(wait, b.timeout_s - waited));
+		if (b.sleep)
+			waited += wait;
+		else
+			waited =
+			    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+			        .count();
 		wait = std::min(wait * 2, b.max_s);
 		if (attempt()) {
 			log_info("slurmctld answers again (%s)", what);

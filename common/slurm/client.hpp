@@ -223,7 +223,9 @@ public:
 // communication errors, a controller in standby) is retried with backoff
 // (0.5 s doubling up to 5 s) for up to ctld_timeout_s (MigrateCtldTimeout),
 // so a restart or failover of slurmctld only delays the caller.
-std::unique_ptr<SlurmClient> libslurm_client(double ctld_timeout_s = 600);
+// total: ctld_timeout_s is the budget of all calls together (a program
+// that must end soon, like the epilog), not of each.
+std::unique_ptr<SlurmClient> libslurm_client(double ctld_timeout_s = 600, bool total = false);
 
 // libslurm reads its configuration once before its first call (required
 // from 23.02: without it the first RPC dereferences unset plugin
@@ -235,9 +237,9 @@ void init_libslurm();
 // on first use) unless set_default_client() replaced it (tests).
 SlurmClient &default_client();
 void set_default_client(std::unique_ptr<SlurmClient> c);
-// How long the default client, when it is made, waits for an unreachable
-// slurmctld (600 s unless set first; the prolog and epilog set less).
-void set_default_ctld_timeout(double s);
+// The default client waits at most s seconds for slurmctld over all its
+// calls together; once spent, each call is tried once.
+void set_default_ctld_budget(double s);
 
 // Call attempt until it reports that slurmctld answered (true) or
 // timeout_s has passed; between attempts sleep first_s doubling up to

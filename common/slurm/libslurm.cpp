@@ -1,6 +1,7 @@
 // SlurmClient on libslurm's public API. The only file of onramp's tools
 // that calls libslurm; what differs between Slurm versions is marked
 // "VERSION:" below (checked against 22.05; see the notes for 24.11+).
+#include <chrono>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -203,7 +204,12 @@ bool unreachable(int err)
 
 class LibSlurm : public SlurmClient {
 public:
-	explicit LibSlurm(double timeout_s) { backoff_.timeout_s = timeout_s; }
+	LibSlurm(double timeout_s, bool total) : total_(total)
+	{
+		backoff_.timeout_s = timeout_s;
+		budget_end_ = std::chrono::steady_clock::now() +
+		              std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
+	}
 
 	Result<std::optional<Job>> job(uint32_t id) override
 	{
@@ -678,8 +684,14 @@ private:
 	template <typename F> int call(const char *what, F rpc)
 	{
 		int err = 0;
+		Backoff b = backoff_;
+		if (total_)
+			b.timeout_s =
+			    std::max(0.0, std::chrono::duration<double>(
+			                      budget_end_ - std::chrono::steady_clock::now())
+			                      .count());
 		retry_while_unreachable(
-		    backoff_,
+		    b,
 		    [&] {
 			    init_libslurm();
 			    err = rpc() == SLURM_SUCCESS ? 0 : errno;
@@ -703,13 +715,15 @@ private:
 		return err ? fail(err, what) : Status::Ok();
 	}
 	Backoff backoff_;
+	bool total_ = false;
+	std::chrono::steady_clock::time_point budget_end_;
 };
 
 } // namespace
 
-std::unique_ptr<SlurmClient> libslurm_client(double ctld_timeout_s)
+std::unique_ptr<SlurmClient> libslurm_client(double ctld_timeout_s, bool total)
 {
-	return std::unique_ptr<SlurmClient>(new LibSlurm(ctld_timeout_s));
+	return std::unique_ptr<SlurmClient>(new LibSlurm(ctld_timeout_s, total));
 }
 
 } // namespace slurm

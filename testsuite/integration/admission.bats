@@ -87,8 +87,10 @@ setup() {
 	wait_for 60 "node6 drained" drained_with node6 '^onramp:PORT_DOWN: '
 	wait_for 60 "node7 drained" drained_with node7 '^onramp:AFFINITY_MISMATCH: .*GPU'
 	wait_for 90 "node8 drained" drained_with node8 '^onramp:CHECK_TIMEOUT: .*nccl_allreduce'
-	# The hung check and its helper process were killed at the timeout.
-	run ! cluster_pgrep 'onramp-admit.*node8'
+	# The hung check and its helper process were killed at the timeout;
+	# the orchestrator ends once slurmctld has saved the drain.
+	run ! cluster_pgrep 'onramp-sim-hang'
+	wait_for 90 "no admission process left for node8" eval "! cluster_pgrep 'onramp-admit.*node8' >/dev/null"
 	run ! cluster_pgrep 'onramp-sim-hang'
 	restore_nodes 'node[5-8]'
 }
@@ -243,4 +245,36 @@ setup() {
 	[ "$(record_field "$node" status)" = REVOKED ]
 	wait_for 30 "$node to lose $ONRAMP_FEATURE" eval "! node_admitted $node"
 	restore_nodes "$node"
+}
+
+@test "with slurmctld away the epilog gives up in under a minute and fails so slurmd drains; jobcheck.log follows no symlink" {
+	local node=node3 log victim=$BATS_TEST_TMPDIR/victim pid rc=0
+	wait_for 60 "$node idle" admitted_idle "$node"
+	log=$ONRAMP_CLUSTER_DIR/nodes/$node/onramp/jobcheck.log
+	# A symlink where root appends its log: refused, the target untouched.
+	echo untouched >"$victim"
+	mv "$log" "$log.keep" 2>/dev/null || true
+	ln -s "$victim" "$log"
+	sed 's/"age_s": [0-9.]*/"age_s": 0/' "$ONRAMP_REPO/etc/sim-profiles/xid.json" >"$ONRAMP_PROFILES/$node.json"
+	"$ONRAMP_CLUSTER_TOOL" restart-ctld --down 100 >"$BATS_TEST_TMPDIR/restart" 2>&1 &
+	pid=$!
+	wait_for 30 "slurmctld down" eval '! ctld_is_up'
+	SECONDS=0
+	SLURMD_NODENAME=$node SLURM_JOB_ID=4242424 "$ONRAMP_REPO/epilog/onramp-epilog" || rc=$?
+	echo "epilog: rc $rc after $SECONDS s"
+	# Before: 600 s of retries, rc 0 and no drain anywhere.
+	[ "$SECONDS" -lt 80 ]
+	[ "$rc" -eq 1 ]
+	[ "$(cat "$victim")" = untouched ]
+	wait "$pid"
+	rm -f "$log"
+	mv "$log.keep" "$log" 2>/dev/null || true
+	# The admission that restores the node prunes verdicts past 30 days.
+	local vdir=$ONRAMP_CLUSTER_DIR/nodes/$node/onramp/verdicts
+	touch -d '40 days ago' "$vdir/verdict.old.json"
+	touch -d '2 days ago' "$vdir/verdict.recent.json"
+	restore_nodes "$node"
+	[ ! -e "$vdir/verdict.old.json" ]
+	[ -e "$vdir/verdict.recent.json" ]
+	rm -f "$vdir/verdict.recent.json"
 }

@@ -84,7 +84,15 @@ restore_nodes() {
 	for n in $(expand_hostlist "$1"); do
 		clear_profile "$n"
 	done
-	"$ONRAMPCTL" admit "$1" >&2 || true
+	# A triggered admission still confirming slurmctld's save of its drains
+	# holds the nodes' locks (at most 60 s): admit again once it let go.
+	local out i
+	for i in $(seq 45); do
+		out=$("$ONRAMPCTL" admit "$1" 2>&1) || true
+		echo "$out" >&2
+		[[ $out == *"an admission is already running"* ]] || break
+		sleep 2
+	done
 	for n in $(expand_hostlist "$1"); do
 		wait_for 60 "$n admitted and idle" admitted_idle "$n" || return 1
 	done
