@@ -368,7 +368,8 @@ static void _fill(onramp_job_t *j, job_desc_msg_t *d, job_record_t *job_ptr, uin
 	j->current_req_switch = _count(job_ptr->req_switch);
 	j->current_wait4switch = _count(job_ptr->wait4switch);
 	if (job_ptr->details) {
-		struct job_details *dt = job_ptr->details;
+		/* struct job_details up to 23.11, job_details_t from 24.05 */
+		__typeof__(job_ptr->details) dt = job_ptr->details;
 
 		j->current_min_nodes = _count(dt->min_nodes);
 		j->current_max_nodes = _count(dt->max_nodes);
