@@ -182,7 +182,10 @@ job_nodes() {
 }
 
 @test "window on leaf2: updates of a pending job are judged as its submission" {
-	window active
+	local plan=$BATS_TEST_TMPDIR/plan.json j k
+	plan_file "$plan" w7 '["leaf2"]'
+	"$ONRAMPCTL" rewire plan "$plan"
+	"$ONRAMPCTL" rewire start w7
 	# Pending, not held: it may start only in an hour.
 	j=$(as_user sbatch --parsable --begin=now+1hour -N4 -o /dev/null --wrap true)
 	[[ $(job_field "$j" Switches) == 2@* ]]
@@ -196,11 +199,19 @@ job_nodes() {
 	as_user scontrol update job "$k" NumTasks=7 NumNodes=7-7
 	[[ $(job_field "$k" NumNodes) == 7* ]]
 	[[ $(job_field "$k" Priority) == 0 ]]
-	scontrol show job "$k" | grep -qx " *AdminComment=onramp:rewire-held window=w1 *"
-	# Its user cannot release it while the window lasts.
+	scontrol show job "$k" | grep -qx " *AdminComment=onramp:rewire-held window=w7 *"
+	# Its user cannot release it while the window lasts...
 	run as_user scontrol release "$k"
 	[ "$status" -ne 0 ]
 	[[ $(job_field "$k" Priority) == 0 ]]
+	grep -q "job_submit/onramp: update of job $k by uid [0-9]* rejected: .*it can be released when the window finishes" \
+		"$ONRAMP_CLUSTER_DIR/log/slurmctld.log"
+	# ...and rewire finish releases it by its mark.
+	run "$ONRAMPCTL" rewire finish w7
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == *"released held jobs: $k" ]]
+	[[ $(job_field "$k" Priority) != 0 ]]
 }
 
 @test "pending multi-leaf jobs start when the window finishes" {
