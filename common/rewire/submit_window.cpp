@@ -173,8 +173,7 @@ void rewire_decide(const PolicyState &st, const JobView &job, bool modify, Decis
 			add = why + "; stays held";
 		} else {
 			d->hold = true;
-			if (!modify)
-				d->hold_reason = rewire_hold_reason(v->window_id);
+			d->hold_reason = rewire_hold_reason(v->window_id);
 			// A job its submitter holds (--hold) stays theirs to release:
 			// unmarked, rewire finish leaves it held.
 			if (!job.user_hold)

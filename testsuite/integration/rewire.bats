@@ -200,6 +200,7 @@ job_nodes() {
 	[[ $(job_field "$k" NumNodes) == 7* ]]
 	[[ $(job_field "$k" Priority) == 0 ]]
 	scontrol show job "$k" | grep -qx " *AdminComment=onramp:rewire-held window=w7 *"
+	scontrol show job "$k" | grep -q 'Comment=onramp: held until rewire window w7 finishes'
 	# Its user cannot release it while the window lasts...
 	run as_user scontrol release "$k"
 	[ "$status" -ne 0 ]

@@ -630,6 +630,7 @@ static void updates_of_pending_jobs_are_judged_as_submissions(void **)
 	d = decide_modify(st, c);
 	assert_false(d.reject);
 	assert_true(d.hold);
+	assert_string_equal(d.hold_reason.c_str(), "onramp: held until rewire window w1 finishes");
 	assert_string_equal(d.admin_comment_append.c_str(), "onramp:rewire-held window=w1");
 	assert_contains(d.message, "job 42: 7 nodes exceed the 6");
 	// Held already (by its user, an admin or the window): stays so, unmarked.
