@@ -394,6 +394,27 @@ extern "C" int onramp_job_decide(onramp_ctx_t *ctx, const onramp_job_t *job, int
 		v.user_hold = job->user_hold != 0;
 		v.current_admin_comment = s(job->current_admin_comment);
 		v.current_requeue = job->current_requeue;
+		v.num_tasks = job->num_tasks;
+		v.ntasks_per_node = job->ntasks_per_node;
+		v.cpus_per_task = job->cpus_per_task;
+		v.overcommit = job->overcommit != 0;
+		v.req_nodes = s(job->req_nodes);
+		v.req_nodes_set = job->req_nodes != nullptr;
+		v.node_cpus_max = job->node_cpus_max;
+		v.req_switch_set = job->req_switch_set != 0;
+		v.release = job->release != 0;
+		v.current_pending = job->current_pending != 0;
+		v.current_held = job->current_held != 0;
+		v.current_user_held = job->current_user_held != 0;
+		v.current_min_nodes = job->current_min_nodes;
+		v.current_max_nodes = job->current_max_nodes;
+		v.current_num_tasks = job->current_num_tasks;
+		v.current_ntasks_per_node = job->current_ntasks_per_node;
+		v.current_cpus_per_task = job->current_cpus_per_task;
+		v.current_req_switch = job->current_req_switch;
+		v.current_wait4switch = job->current_wait4switch;
+		v.current_overcommit = job->current_overcommit != 0;
+		v.current_req_nodes = s(job->current_req_nodes);
 		auto st = onramp::ctx_state(ctx);
 		onramp::Decision d =
 		    is_modify ? onramp::decide_modify(*st, v) : onramp::decide_submit(*st, v);

@@ -124,6 +124,22 @@ Result<std::vector<std::string>> hostlist_expand(const std::string &expr)
 	return out;
 }
 
+Result<size_t> hostlist_count(const std::string &expr)
+{
+	Status st = validate(expr);
+	if (!st.ok())
+		return st;
+	auto hl = slurm_hostlist_create(expr.c_str());
+	if (!hl)
+		return Status::Error("hostlist '" + expr + "': not a valid Slurm hostlist");
+	slurm_hostlist_uniq(hl);
+	int n = slurm_hostlist_count(hl);
+	slurm_hostlist_destroy(hl);
+	if (n <= 0)
+		return Status::Error("hostlist '" + expr + "': names no host");
+	return static_cast<size_t>(n);
+}
+
 std::string hostlist_compress(const std::vector<std::string> &hosts)
 {
 	if (hosts.empty())

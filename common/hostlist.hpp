@@ -18,6 +18,9 @@ namespace onramp {
 Result<std::vector<std::string>> hostlist_expand(const std::string &expr);
 // The same; an error starts with what ("partition batch: nodes: ...").
 Result<std::vector<std::string>> hostlist_expand(const std::string &expr, const std::string &what);
+// How many distinct hosts an expression names, without expanding it (the
+// same checks as hostlist_expand; cheap enough for slurmctld's locks).
+Result<size_t> hostlist_count(const std::string &expr);
 // Compress names into Slurm's ranged form (sorted, duplicates removed).
 std::string hostlist_compress(const std::vector<std::string> &hosts);
 

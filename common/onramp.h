@@ -156,6 +156,24 @@ typedef struct onramp_job {
 	/* job_modify only: the job as it is now */
 	const char *current_admin_comment;
 	int current_requeue; /* -1: unknown */
+	/* The rest of the job's shape (0 / NULL: not given) */
+	uint32_t num_tasks;       /* -n */
+	uint32_t ntasks_per_node; /* --ntasks-per-node */
+	uint32_t cpus_per_task;   /* -c */
+	int overcommit;           /* -O */
+	const char *req_nodes;    /* -w: a hostlist; "" (modify): cleared */
+	uint32_t node_cpus_max;   /* CPUs of the largest node, 0: unknown */
+	/* job_modify only */
+	int req_switch_set; /* req_switch given, even as 0 (Switches=0) */
+	int release;        /* the change releases a held job */
+	int current_pending;
+	int current_held;      /* priority 0 */
+	int current_user_held; /* held by its user */
+	uint32_t current_min_nodes, current_max_nodes, current_num_tasks;
+	uint32_t current_ntasks_per_node, current_cpus_per_task;
+	uint32_t current_req_switch, current_wait4switch;
+	int current_overcommit;
+	const char *current_req_nodes;
 } onramp_job_t;
 
 /* Whom the warning signal reaches (Slurm 22.05 warn_flags): */

@@ -19,6 +19,25 @@ std::vector<std::string> split(const std::string &s, char sep)
 	return out;
 }
 
+// Slurm account names are case-insensitive: slurmctld lowercases the
+// account after job_submit has run (sbatch -A ONRAMP is account onramp), so
+// the comparison must not depend on case (ASCII, as Slurm's xstrtolower).
+bool same_account(const std::string &a, const std::string &b)
+{
+	if (a.size() != b.size())
+		return false;
+	for (size_t i = 0; i < a.size(); i++) {
+		unsigned char x = a[i], y = b[i];
+		if (x >= 'A' && x <= 'Z')
+			x += 'a' - 'A';
+		if (y >= 'A' && y <= 'Z')
+			y += 'a' - 'A';
+		if (x != y)
+			return false;
+	}
+	return true;
+}
+
 // A job may name several reservations ("a,b"); any admission one counts.
 std::string admission_reservation_in(const Config &cfg, const std::string &resv)
 {
@@ -33,7 +52,7 @@ Decision guard(const Config &cfg, const JobView &job, bool modify)
 	Decision d;
 	const std::string acct = cfg.str("AdmissionAccount");
 	std::string resv = admission_reservation_in(cfg, job.reservation);
-	bool adm_acct = !job.account.empty() && job.account == acct;
+	bool adm_acct = !job.account.empty() && same_account(job.account, acct);
 
 	if (!job.submit_is_admin && (!resv.empty() || adm_acct)) {
 		d.reject = true;

@@ -48,9 +48,29 @@ struct JobView {
 	std::string default_partition, default_qos;
 	std::vector<std::string> spank_env; // "NAME=value" from SPANK plugins
 	bool user_hold = false;             // submitted held by its submitter (--hold)
+	// The rest of the job's shape, which decides how many nodes it needs
+	// (0 / "": not given).
+	uint32_t num_tasks = 0;       // -n
+	uint32_t ntasks_per_node = 0; // --ntasks-per-node
+	uint32_t cpus_per_task = 0;   // -c
+	bool overcommit = false;      // -O: tasks may share a CPU
+	std::string req_nodes;        // -w / ReqNodeList, a Slurm hostlist
+	uint32_t node_cpus_max = 0;   // CPUs of the cluster's largest node, 0: unknown
+	// job_modify only: what the change gives explicitly, even as 0 or ""
+	// (Switches=0 removes --switches; ReqNodeList= clears the list).
+	bool req_switch_set = false, req_nodes_set = false;
+	bool release = false; // the change releases a held job
 	// job_modify only: the job as it is now.
 	std::string current_admin_comment;
 	int current_requeue = -1;
+	bool current_pending = false;
+	bool current_held = false;      // priority 0
+	bool current_user_held = false; // held by its user (scontrol hold, --hold)
+	uint32_t current_min_nodes = 0, current_max_nodes = 0, current_num_tasks = 0;
+	uint32_t current_ntasks_per_node = 0, current_cpus_per_task = 0;
+	uint32_t current_req_switch = 0, current_wait4switch = 0;
+	bool current_overcommit = false;
+	std::string current_req_nodes;
 };
 
 struct Decision {
@@ -88,7 +108,7 @@ bool is_admission_reservation(const Config &cfg, const std::string &name);
 // REQUIRES: st.cfg set; does no I/O (runs under slurmctld's locks).
 Decision decide_submit(const PolicyState &st, const JobView &job);
 // For job_modify: job carries only the fields being changed (and the
-// current_* fields).
+// current_* fields: the job as it is).
 Decision decide_modify(const PolicyState &st, const JobView &change);
 
 // Load each flow's state for the policy (file I/O; never on the submit

@@ -159,6 +159,62 @@ job_nodes() {
 	submit_wait "$j" COMPLETED 90
 }
 
+@test "window on leaf2: -n and -w count their nodes as -N does (--switches, hold)" {
+	window active
+	# -n4 --ntasks-per-node=1 is -N4: two leaves, as for -N4 above.
+	j=$(as_user sbatch --parsable --hold -n4 --ntasks-per-node=1 -o /dev/null --wrap true)
+	[[ $(job_field "$j" Switches) == 2@* ]]
+	# -n12 on the cluster's 2-CPU nodes needs 6 nodes: three leaves.
+	j=$(as_user sbatch --parsable --hold -n12 -o /dev/null --wrap true)
+	[[ $(job_field "$j" Switches) == 3@* ]]
+	# -w naming 3 nodes.
+	j=$(as_user sbatch --parsable --hold -w 'node[1-2,5]' -o /dev/null --wrap true)
+	[[ $(job_field "$j" Switches) == 2@* ]]
+	# -n14 needs 7 nodes, more than the 6 the cut fabric connects: held
+	# and marked like -N7 (before, slurmctld rejected it at submission).
+	j=$(as_user sbatch --parsable -n14 -o /dev/null --wrap true)
+	[[ $(job_field "$j" Priority) == 0 ]]
+	scontrol show job "$j" | grep -q 'Comment=onramp: held until rewire window w1 finishes'
+	scontrol show job "$j" | grep -qx " *AdminComment=onramp:rewire-held window=w1 *"
+	# One node's worth of tasks is left alone.
+	j=$(as_user sbatch --parsable --hold -n2 -o /dev/null --wrap true)
+	[[ -z $(job_field "$j" Switches) ]]
+}
+
+@test "window on leaf2: updates of a pending job are judged as its submission" {
+	local plan=$BATS_TEST_TMPDIR/plan.json j k
+	plan_file "$plan" w7 '["leaf2"]'
+	"$ONRAMPCTL" rewire plan "$plan"
+	"$ONRAMPCTL" rewire start w7
+	# Pending, not held: it may start only in an hour.
+	j=$(as_user sbatch --parsable --begin=now+1hour -N4 -o /dev/null --wrap true)
+	[[ $(job_field "$j" Switches) == 2@* ]]
+	# Switches=0 does not remove the window's default.
+	as_user scontrol update job "$j" Switches=0
+	[[ $(job_field "$j" Switches) == 2@* ]]
+	grep -q "job_submit/onramp: update of job $j: .*--switches=2@.*(the change removed --switches)" \
+		"$ONRAMP_CLUSTER_DIR/log/slurmctld.log"
+	# Grown past the connected part: held and marked, as -N7 at submission.
+	k=$(as_user sbatch --parsable --begin=now+1hour -N1 -o /dev/null --wrap true)
+	as_user scontrol update job "$k" NumTasks=7 NumNodes=7-7
+	[[ $(job_field "$k" NumNodes) == 7* ]]
+	[[ $(job_field "$k" Priority) == 0 ]]
+	scontrol show job "$k" | grep -qx " *AdminComment=onramp:rewire-held window=w7 *"
+	scontrol show job "$k" | grep -q 'Comment=onramp: held until rewire window w7 finishes'
+	# Its user cannot release it while the window lasts...
+	run as_user scontrol release "$k"
+	[ "$status" -ne 0 ]
+	[[ $(job_field "$k" Priority) == 0 ]]
+	grep -q "job_submit/onramp: update of job $k by uid [0-9]* rejected: .*it can be released when the window finishes" \
+		"$ONRAMP_CLUSTER_DIR/log/slurmctld.log"
+	# ...and rewire finish releases it by its mark.
+	run "$ONRAMPCTL" rewire finish w7
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == *"released held jobs: $k" ]]
+	[[ $(job_field "$k" Priority) != 0 ]]
+}
+
 @test "pending multi-leaf jobs start when the window finishes" {
 	window active
 	# leaf1 and leaf3 busy: the 4 free nodes (leaf2, leaf4) are not joined.

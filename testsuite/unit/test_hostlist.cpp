@@ -21,6 +21,16 @@ static void compress_sorts_and_dedups(void **)
 	assert_string_equal(hostlist_compress({}).c_str(), "");
 }
 
+// The distinct hosts of a list, without expanding it.
+static void count_without_expanding(void **)
+{
+	assert_int_equal(hostlist_count("node[1-4],node[3-6],node1").value(), 6);
+	assert_int_equal(hostlist_count("a[00001-65536],b[1-65536]").value(), 131072);
+	assert_false(hostlist_count("").ok());
+	assert_false(hostlist_count("node[4-1]").ok());
+	assert_false(hostlist_count("node[1-4").ok());
+}
+
 static void bad_input_is_named(void **)
 {
 	const char *bad[] = {"", "node[1-3", "node1-3]", "node[[1]]", "node 1", "node;rm"};
@@ -76,6 +86,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(expand_ranges_and_lists),
 	    cmocka_unit_test(compress_sorts_and_dedups),
+	    cmocka_unit_test(count_without_expanding),
 	    cmocka_unit_test(bad_input_is_named),
 	    cmocka_unit_test(empty_names_and_ranges_are_refused_before_libslurm),
 	    cmocka_unit_test(large_round_trip),

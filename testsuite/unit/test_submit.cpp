@@ -46,6 +46,40 @@ static void users_cannot_enter_the_admission_path(void **)
 	assert_true(decide_submit(c, multi).reject);
 }
 
+// job_submit runs before slurmctld lowercases the account: -A ONRAMP is the
+// admission account too, for a user and for an admin outside a reservation.
+static void the_admission_account_is_matched_in_any_case(void **)
+{
+	PolicyState c = conf();
+	for (const char *acct : {"ONRAMP", "OnRamp", "onrAMP"}) {
+		JobView u;
+		u.submit_uid = 1000;
+		u.account = acct;
+		Decision d = decide_submit(c, u);
+		assert_true(d.reject);
+		assert_contains(d.message, "admins only");
+		assert_true(decide_modify(c, u).reject);
+		JobView a;
+		a.submit_is_admin = true;
+		a.account = acct;
+		d = decide_submit(c, a);
+		assert_true(d.reject);
+		assert_contains(d.message, "run only inside an onramp admission reservation");
+	}
+	// A configured name in capitals matches the lowercased account.
+	auto cfg = Config::parse("AdmissionAccount=OnRamp\n", "t.conf");
+	assert_true(cfg.ok());
+	PolicyState up;
+	up.cfg = std::make_shared<const Config>(cfg.value());
+	JobView u;
+	u.submit_uid = 1000;
+	u.account = "onramp";
+	assert_true(decide_submit(up, u).reject);
+	// Only the same name matches.
+	u.account = "onramp2";
+	assert_false(decide_submit(up, u).reject);
+}
+
 static void user_jobs_are_left_alone(void **)
 {
 	PolicyState c = conf();
@@ -186,6 +220,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(users_cannot_enter_the_admission_path),
+	    cmocka_unit_test(the_admission_account_is_matched_in_any_case),
 	    cmocka_unit_test(user_jobs_are_left_alone),
 	    cmocka_unit_test(admins_use_it_only_inside_a_reservation),
 	    cmocka_unit_test(modify_cannot_move_a_user_job_in),

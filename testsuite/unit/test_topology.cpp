@@ -495,6 +495,184 @@ static void switches_defaults(void **)
 	assert_false(d.req_switch.has_value());
 }
 
+// The node count is the fewest nodes the job can run on, whatever asked for
+// them (issue 23: -n4 --ntasks-per-node=1 got no --switches, -n7 was not
+// held). The window cuts leaf2: 3 leaves of 2 nodes stay connected.
+static void every_shape_that_needs_nodes_counts(void **)
+{
+	PolicyState st = window_state(unit_tmpdir());
+	auto submit = [&](const std::function<void(JobView &)> &set) {
+		JobView j;
+		j.submit_uid = 1000;
+		set(j);
+		return decide_submit(st, j);
+	};
+	// -n4 --ntasks-per-node=1 is -N4: two leaves.
+	Decision d = submit([](JobView &j) {
+		j.num_tasks = 4;
+		j.ntasks_per_node = 1;
+	});
+	assert_int_equal(*d.req_switch, 2);
+	assert_contains(d.message, "for 4 nodes");
+	// -n7 on 1-CPU nodes needs 7 nodes: more than the 6 connected, held.
+	d = submit([](JobView &j) {
+		j.num_tasks = 7;
+		j.node_cpus_max = 1;
+	});
+	assert_true(d.hold);
+	assert_string_equal(d.admin_comment_append.c_str(), "onramp:rewire-held window=w1");
+	// ...on 2-CPU nodes, 4 nodes; -n8 -c2 on 8-CPU nodes, 2.
+	d = submit([](JobView &j) {
+		j.num_tasks = 7;
+		j.node_cpus_max = 2;
+	});
+	assert_false(d.hold);
+	assert_int_equal(*d.req_switch, 2);
+	d = submit([](JobView &j) {
+		j.num_tasks = 8;
+		j.cpus_per_task = 2;
+		j.node_cpus_max = 8;
+	});
+	assert_int_equal(*d.req_switch, 1);
+	assert_contains(d.message, "for 2 nodes");
+	// Tasks that fit the largest node, node size unknown, or -O: one node.
+	for (auto set : std::vector<std::function<void(JobView &)>>{
+	         [](JobView &j) {
+		         j.num_tasks = 4;
+		         j.node_cpus_max = 4;
+	         },
+	         [](JobView &j) { j.num_tasks = 4; },
+	         [](JobView &j) {
+		         j.num_tasks = 8;
+		         j.overcommit = true;
+		         j.node_cpus_max = 2;
+	         },
+	         // -N1 caps every other count.
+	         [](JobView &j) {
+		         j.num_tasks = 4;
+		         j.ntasks_per_node = 1;
+		         j.min_nodes = j.max_nodes = 1;
+	         },
+	         // -w naming one node (twice).
+	         [](JobView &j) { j.req_nodes = "node1,node1"; },
+	         // A list slurmctld will reject is not counted here.
+	         [](JobView &j) { j.req_nodes = "node[4-1]"; },
+	     }) {
+		d = submit(set);
+		assert_false(d.req_switch.has_value());
+		assert_false(d.hold);
+	}
+	// -w node[1-3] is 3 nodes; duplicates count once.
+	d = submit([](JobView &j) { j.req_nodes = "node[1-3]"; });
+	assert_int_equal(*d.req_switch, 2);
+	d = submit([](JobView &j) { j.req_nodes = "node[1-8],node[3-4]"; });
+	assert_true(d.hold);
+	assert_contains(d.message, "8 nodes exceed the 6");
+}
+
+// An update of a pending job is judged as the submission of the job it
+// makes (issue 23: Switches=0 removed the default; NumTasks=7 NumNodes=7-7
+// got no hold or mark).
+static void updates_of_pending_jobs_are_judged_as_submissions(void **)
+{
+	PolicyState st = window_state(unit_tmpdir());
+	// A pending 4-node job with the window's default.
+	JobView now;
+	now.job_id = 42;
+	now.submit_uid = 1000;
+	now.current_pending = true;
+	now.current_min_nodes = 4;
+	now.current_num_tasks = 4;
+	now.current_req_switch = 2;
+	now.current_wait4switch = 300;
+
+	// Switches=0 gets the default back.
+	JobView c = now;
+	c.req_switch_set = true;
+	Decision d = decide_modify(st, c);
+	assert_false(d.reject);
+	assert_int_equal(*d.req_switch, 2);
+	assert_int_equal(*d.wait4switch, 300);
+	assert_contains(d.message, "job 42: rewire window w1: --switches=2@300s for 4 nodes");
+	assert_contains(d.message, "removed --switches");
+	// A longer wait is capped; a count the user gives is kept.
+	c = now;
+	c.req_switch_set = true;
+	c.req_switch = 1;
+	c.wait4switch = 3600;
+	d = decide_modify(st, c);
+	assert_false(d.req_switch.has_value());
+	assert_int_equal(*d.wait4switch, 300);
+	// A change that does not touch the shape, or of a running job: nothing.
+	c = now;
+	c.time_limit = 60;
+	d = decide_modify(st, c);
+	assert_false(d.req_switch.has_value() || d.wait4switch.has_value() || d.hold);
+	c = now;
+	c.current_pending = false;
+	c.req_switch_set = true;
+	d = decide_modify(st, c);
+	assert_false(d.req_switch.has_value() || d.wait4switch.has_value() || d.hold);
+
+	// A one-node job made multi-node gets the default...
+	JobView one = now;
+	one.current_min_nodes = 1;
+	one.current_num_tasks = 1;
+	one.current_req_switch = 0;
+	one.current_wait4switch = 0;
+	c = one;
+	c.num_tasks = 4;
+	c.ntasks_per_node = 1;
+	d = decide_modify(st, c);
+	assert_int_equal(*d.req_switch, 2);
+	c = one;
+	c.req_nodes = "node[1-3]";
+	c.req_nodes_set = true;
+	d = decide_modify(st, c);
+	assert_int_equal(*d.req_switch, 2);
+	// ...and NumTasks=7 NumNodes=7-7 is held and marked, as a submission.
+	c = one;
+	c.num_tasks = 7;
+	c.min_nodes = c.max_nodes = 7;
+	d = decide_modify(st, c);
+	assert_false(d.reject);
+	assert_true(d.hold);
+	assert_string_equal(d.hold_reason.c_str(), "onramp: held until rewire window w1 finishes");
+	assert_string_equal(d.admin_comment_append.c_str(), "onramp:rewire-held window=w1");
+	assert_contains(d.message, "job 42: 7 nodes exceed the 6");
+	// Held already (by its user, an admin or the window): stays so, unmarked.
+	c.current_held = c.current_user_held = true;
+	d = decide_modify(st, c);
+	assert_false(d.reject);
+	assert_false(d.hold);
+	assert_true(d.admin_comment_append.empty());
+	assert_contains(d.message, "stays held");
+
+	// Releasing a job too large for the window waits for its end; an admin
+	// (onrampctl rewire finish) may.
+	JobView big = now;
+	big.current_min_nodes = big.current_num_tasks = 7;
+	big.current_req_switch = 0;
+	big.current_held = true;
+	big.current_admin_comment = "onramp:rewire-held window=w1";
+	c = big;
+	c.release = true;
+	d = decide_modify(st, c);
+	assert_true(d.reject);
+	assert_contains(d.message, "onramp: job 42: 7 nodes exceed the 6 the fabric connects "
+	                           "during rewire window w1; it can be released when the "
+	                           "window finishes");
+	c.submit_is_admin = true;
+	d = decide_modify(st, c);
+	assert_false(d.reject);
+	assert_false(d.hold);
+	// A release of a job that fits is the user's.
+	c = now;
+	c.current_held = c.current_user_held = true;
+	c.release = true;
+	assert_false(decide_modify(st, c).reject);
+}
+
 // A cluster directory: topology.conf, onramp.conf naming plan.json, and a
 // plan with window w1 active (leaf2 cut).
 struct PlanDir {
@@ -852,6 +1030,8 @@ int main(void)
 	    cmocka_unit_test(a_long_plan_history_validates_in_linear_time),
 	    cmocka_unit_test(large_topology),
 	    cmocka_unit_test(switches_defaults),
+	    cmocka_unit_test(every_shape_that_needs_nodes_counts),
+	    cmocka_unit_test(updates_of_pending_jobs_are_judged_as_submissions),
 	    cmocka_unit_test(an_unusable_plan_never_drops_the_window_in_force),
 	    cmocka_unit_test(job_submit_starts_with_a_bad_plan_and_keeps_the_last_good_one),
 	    cmocka_unit_test(a_window_survives_any_line_ending_and_its_end_is_logged),

@@ -244,6 +244,27 @@ static uint32_t _count(uint32_t v)
 	return (v == NO_VAL) ? 0 : v;
 }
 
+static uint32_t _count16(uint16_t v)
+{
+	return (v == NO_VAL16) ? 0 : v;
+}
+
+/*
+ * CPUs of the cluster's largest node: how many tasks one node can take.
+ * job_submit and job_modify run with slurmctld's node read (or write) lock
+ * held, so the node table can be read here; no I/O.
+ */
+static uint32_t _node_cpus_max(void)
+{
+	node_record_t *node_ptr;
+	uint32_t max = 0;
+
+	for (int i = 0; (node_ptr = next_node(&i)); i++)
+		if (node_ptr->cpus > max)
+			max = node_ptr->cpus;
+	return max;
+}
+
 /*
  * The partition a job that names none lands in. job_submit runs with
  * slurmctld's partition read lock held (job_submit_plugin_submit), so the
@@ -330,9 +351,44 @@ static void _fill(onramp_job_t *j, job_desc_msg_t *d, job_record_t *job_ptr, uin
 	j->user_hold = !job_ptr && d->priority == 0;
 	j->current_admin_comment = job_ptr ? job_ptr->admin_comment : NULL;
 	j->current_requeue = (job_ptr && job_ptr->details) ? job_ptr->details->requeue : -1;
+	/* The rest of the shape: how many nodes the job needs. */
+	j->num_tasks = _count(d->num_tasks);
+	j->ntasks_per_node = _count16(d->ntasks_per_node);
+	j->cpus_per_task = _count16(d->cpus_per_task);
+	j->overcommit = (d->overcommit != NO_VAL8) && d->overcommit;
+	j->req_nodes = d->req_nodes;
+	if (!job_ptr)
+		return;
+	/* job_modify: a change gives Switches=0 to remove --switches. */
+	j->req_switch_set = d->req_switch != NO_VAL;
+	j->release = d->priority == INFINITE;
+	j->current_pending = IS_JOB_PENDING(job_ptr);
+	j->current_held = job_ptr->priority == 0;
+	j->current_user_held = j->current_held && (job_ptr->state_reason == WAIT_HELD_USER);
+	j->current_req_switch = _count(job_ptr->req_switch);
+	j->current_wait4switch = _count(job_ptr->wait4switch);
+	if (job_ptr->details) {
+		/* struct job_details up to 23.11, job_details_t from 24.05 */
+		__typeof__(job_ptr->details) dt = job_ptr->details;
+
+		j->current_min_nodes = _count(dt->min_nodes);
+		j->current_max_nodes = _count(dt->max_nodes);
+		j->current_num_tasks = _count(dt->num_tasks);
+		j->current_ntasks_per_node = _count16(dt->ntasks_per_node);
+		j->current_cpus_per_task = _count16(dt->cpus_per_task);
+		j->current_overcommit = (dt->overcommit != NO_VAL8) && dt->overcommit;
+		j->current_req_nodes = dt->req_nodes;
+	}
 }
 
-static void _apply(job_desc_msg_t *d, const onramp_job_edits_t *e)
+/*
+ * Apply the policy's edits. A modify's job_desc replaces what it names, and
+ * slurmctld refuses an AdminComment in a non-admin's update even when this
+ * plugin wrote it (22.05 to 26.05 check the uid again after job_modify): in
+ * a modify, comments are appended to the job's own and AdminComment is
+ * written to the job record (slurmctld's job write lock is held).
+ */
+static void _apply(job_desc_msg_t *d, job_record_t *job_ptr, const onramp_job_edits_t *e)
 {
 	if (e->has_req_switch)
 		d->req_switch = e->req_switch;
@@ -362,6 +418,8 @@ static void _apply(job_desc_msg_t *d, const onramp_job_edits_t *e)
 			flags |= KILL_FULL_JOB;
 		d->warn_flags = flags;
 	}
+	if (e->comment_append[0] && job_ptr && !d->comment && job_ptr->comment)
+		d->comment = xstrdup(job_ptr->comment);
 	if (e->comment_append[0])
 		xstrfmtcat(d->comment, "%s%s", d->comment ? "; " : "", e->comment_append);
 	/*
@@ -370,9 +428,14 @@ static void _apply(job_desc_msg_t *d, const onramp_job_edits_t *e)
 	 * user submits never carries onramp's marks there; what is appended
 	 * here does.
 	 */
-	if (e->admin_comment_append[0])
+	if (e->admin_comment_append[0] && job_ptr) {
+		xstrfmtcat(job_ptr->admin_comment, "%s%s", job_ptr->admin_comment ? "; " : "",
+		           e->admin_comment_append);
+		last_job_update = time(NULL);
+	} else if (e->admin_comment_append[0]) {
 		xstrfmtcat(d->admin_comment, "%s%s", d->admin_comment ? "; " : "",
 		           e->admin_comment_append);
+	}
 	/* A batch job's tasks learn their checkpoint signal from the environment
 	 * (spank/onramp passes it on; jobs without it read it directly). */
 	if (e->ckpt_signal_env[0] && d->environment && d->env_size) {
@@ -390,6 +453,9 @@ static int _decide(job_desc_msg_t *d, job_record_t *job_ptr, uint32_t submit_uid
 	uint32_t job_id = job_ptr ? job_ptr->job_id : 0;
 
 	_fill(&j, d, job_ptr, submit_uid, qos, sizeof(qos));
+	/* Only a job that gives a task count needs the node size. */
+	if ((j.num_tasks > 1) || (j.current_num_tasks > 1))
+		j.node_cpus_max = _node_cpus_max();
 	if (onramp_job_decide(ctx, &j, is_modify, &e, msg, sizeof(msg)) < 0) {
 		if (is_modify)
 			info("%s: update of job %u by uid %u rejected: %s", plugin_type, job_id,
@@ -401,7 +467,7 @@ static int _decide(job_desc_msg_t *d, job_record_t *job_ptr, uint32_t submit_uid
 			*err_msg = xstrdup(msg);
 		return ESLURM_ACCESS_DENIED;
 	}
-	_apply(d, &e);
+	_apply(d, job_ptr, &e);
 	/* A submission has no job id yet (22.05 assigns it later): name its
 	 * submitter and job name instead. */
 	if (msg[0] && is_modify)

@@ -1,11 +1,14 @@
 // job_submit/onramp's policy (decide_submit, decide_modify) with the job's
 // strings as a user sets them: name, comment-like SPANK environment,
-// features, account, QOS, partition, reservation, and its numbers. Fields
-// are separated by NUL bytes in the input.
+// features, account, QOS, partition, reservation, and its numbers; then
+// its shape (tasks, CPUs, node list, the job as it is) against a rewire
+// window. Fields are separated by NUL bytes in the input.
 #include <cstring>
 #include <memory>
+#include <unistd.h>
 
 #include "fuzz.hpp"
+#include "fuzz_topo.hpp"
 #include "submit.hpp"
 
 using namespace onramp;
@@ -30,6 +33,34 @@ const PolicyState &policy()
 	return st;
 }
 
+// The same policy during a rewire window cutting leaf2 of the example
+// topology (6 of its 8 nodes connected): the job's shape decides.
+const PolicyState &window_policy()
+{
+	static const PolicyState st = [] {
+		char dir[] = "/tmp/onramp-fuzz-submit.XXXXXX";
+		if (!mkdtemp(dir))
+			abort();
+		const std::string d = dir;
+		auto topo = read_file(std::string(ONRAMP_FUZZ_ETC) + "/topology.conf.example");
+		if (!topo.ok() || !write_file_atomic(d + "/topology.conf", topo.value()).ok() ||
+		    !write_file_atomic(d + "/plan.json",
+		                       R"({"windows": [{"id": "w1", "start": "2026-01-01T00:00:00Z",
+ "end": "2036-01-01T00:00:00Z", "leaves": ["leaf2"], "state": "active"}]})")
+		         .ok())
+			abort();
+		auto c = Config::parse("RewirePlan=" + d + "/plan.json\n", d + "/onramp.conf");
+		if (!c.ok())
+			abort();
+		PolicyState s;
+		s.cfg = std::make_shared<const Config>(c.value());
+		if (!rewire_load(*s.cfg, &s.rewire).ok() || !s.rewire)
+			abort();
+		return s;
+	}();
+	return st;
+}
+
 uint32_t u32(const std::string &s)
 {
 	uint32_t v = 0;
@@ -42,7 +73,7 @@ uint32_t u32(const std::string &s)
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	log_set_stderr_level(LogLevel::Error);
-	std::string f[14];
+	std::string f[18];
 	fuzz_fields(fuzz_text(data, size), f);
 	JobView j;
 	j.name = f[0];
@@ -74,5 +105,32 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (d.reject && d.message.empty())
 		__builtin_trap(); // a rejection always says why
 	(void)decide_modify(policy(), j);
+	// The shape fields, and the job as it is for a modify.
+	uint32_t t = u32(f[14]), c = u32(f[15]), w = u32(f[16]);
+	j.num_tasks = t;
+	j.ntasks_per_node = c & 0xffff;
+	j.cpus_per_task = c >> 16;
+	j.node_cpus_max = w & 0xffff;
+	j.overcommit = w & 0x10000;
+	j.req_switch_set = w & 0x20000;
+	j.release = w & 0x40000;
+	j.current_pending = w & 0x80000;
+	j.current_held = w & 0x100000;
+	j.current_user_held = w & 0x200000;
+	j.req_nodes_set = w & 0x400000;
+	j.req_nodes = f[17];
+	j.current_req_nodes = f[17].substr(f[17].size() / 2);
+	j.current_min_nodes = t >> 16;
+	j.current_max_nodes = c & 0xff;
+	j.current_num_tasks = w >> 24;
+	j.current_req_switch = c >> 28;
+	if (f[17].size() <= 256) { // a range like a[0-99999999] is libslurm's time
+		d = decide_submit(window_policy(), j);
+		if (d.reject && d.message.empty())
+			__builtin_trap();
+		d = decide_modify(window_policy(), j);
+		if (d.reject && d.message.empty())
+			__builtin_trap();
+	}
 	return 0;
 }
