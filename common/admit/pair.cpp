@@ -47,18 +47,43 @@ std::string describe(const PairAttempt &a)
 	return strprintf("%s (%.1f GB/s)", a.peer.c_str(), a.busbw_gbs);
 }
 
+// Distinct peers whose attempts measured a failure: the only evidence
+// against the node. An attempt with no number (a rendezvous nobody
+// finished, a launch that failed) is evidence of nothing.
 std::vector<const PairAttempt *> distinct_failures(const std::vector<PairAttempt> &attempts,
                                                    double threshold)
 {
 	std::vector<const PairAttempt *> out;
 	for (const auto &a : attempts) {
-		if (pair_attempt_ok(a, threshold))
+		if (!a.measured || pair_attempt_ok(a, threshold))
 			continue;
 		bool seen = std::any_of(out.begin(), out.end(),
 		                        [&](const PairAttempt *p) { return p->peer == a.peer; });
 		if (!seen)
 			out.push_back(&a);
 	}
+	return out;
+}
+
+// "; no result with p1 (why), p2 (why)" for the unmeasured attempts, the
+// last one with each peer; "" when every attempt measured.
+std::string unmeasured_note(const std::vector<PairAttempt> &attempts)
+{
+	std::vector<const PairAttempt *> none;
+	for (const auto &a : attempts) {
+		if (a.measured)
+			continue;
+		auto it = std::find_if(none.begin(), none.end(),
+		                       [&](const PairAttempt *p) { return p->peer == a.peer; });
+		if (it == none.end())
+			none.push_back(&a);
+		else
+			*it = &a;
+	}
+	std::string out;
+	for (size_t i = 0; i < none.size(); i++)
+		out += (i ? ", " : "; no result with ") + none[i]->peer + " (" +
+		       (none[i]->why.empty() ? "no reason given" : none[i]->why) + ")";
 	return out;
 }
 
@@ -76,6 +101,7 @@ PairDecision decide_pair(const std::vector<PairAttempt> &attempts, double thresh
 {
 	PairDecision d;
 	auto failures = distinct_failures(attempts, threshold_gbs);
+	std::string unmeasured = unmeasured_note(attempts);
 	for (const auto &a : attempts) {
 		if (!pair_attempt_ok(a, threshold_gbs))
 			continue;
@@ -91,6 +117,7 @@ PairDecision decide_pair(const std::vector<PairAttempt> &attempts, double thresh
 				d.suspects.push_back(failures[i]->peer);
 			}
 		}
+		d.detail += unmeasured;
 		return d;
 	}
 	if (failures.size() >= 2) {
@@ -102,17 +129,21 @@ PairDecision decide_pair(const std::vector<PairAttempt> &attempts, double thresh
 		                     failures.size());
 		for (size_t i = 0; i < failures.size(); i++)
 			d.detail += (i ? ", " : "") + describe(*failures[i]);
+		d.detail += unmeasured;
 		return d;
 	}
 	d.status = CheckStatus::Error;
 	d.code = code::kPairInconclusive;
-	if (failures.empty())
+	if (failures.empty() && unmeasured.empty())
 		d.detail = "nccl_pair: no peer to test with";
+	else if (failures.empty())
+		d.detail = "nccl_pair: not measured" + unmeasured;
 	else
 		d.detail =
 		    strprintf("nccl_pair failed only with %s, below %.1f GB/s; no second peer "
 		              "to tell a bad peer from a bad node",
-		              describe(*failures[0]).c_str(), threshold_gbs);
+		              describe(*failures[0]).c_str(), threshold_gbs) +
+		    unmeasured;
 	return d;
 }
 

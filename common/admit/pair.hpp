@@ -6,6 +6,11 @@
 // passes with any peer (failing peers are named as suspects, never blamed),
 // fails only after failing with two distinct peers, and is "inconclusive"
 // (exit 2, never drained) when only one peer was available and it failed.
+// An attempt that measured nothing (the rendezvous never completed, the
+// launch failed or timed out) is no evidence against anyone: it is made
+// once more with the same peer (kPairUnmeasuredRetries), then with the next
+// peer, and when no attempt measured the decision is inconclusive, never
+// PAIR_BW_LOW.
 #pragma once
 
 #include <string>
@@ -35,12 +40,14 @@ struct PairDecision {
 	bool inconclusive() const { return code == "PAIR_INCONCLUSIVE"; }
 };
 
+// Further attempts with the same peer after one that measured nothing.
+constexpr int kPairUnmeasuredRetries = 1;
 // Whether one attempt passes threshold_gbs.
 bool pair_attempt_ok(const PairAttempt &a, double threshold_gbs);
 // Decide from attempts made in order (see the blame rule above).
 PairDecision decide_pair(const std::vector<PairAttempt> &attempts, double threshold_gbs);
-// True when no further peer needs to be tried: a pass, or failures with
-// two distinct peers.
+// True when no further peer needs to be tried: a pass, or measured
+// failures with two distinct peers.
 bool pair_decided(const std::vector<PairAttempt> &attempts, double threshold_gbs);
 
 // Real backend, rank 0 side: run PairLaunchCommand split into words

@@ -63,14 +63,55 @@ static void two_bad_peers_fail(void **)
 	// Wrong results with both peers: corrupt.
 	std::vector<PairAttempt> bad = {at("p1", 45.0, 3), at("p2", 45.0, 1)};
 	assert_string_equal(decide_pair(bad, 40).code.c_str(), "NCCL_CORRUPT");
-	// A run with no number counts against that peer only.
+	// A run with no number blames nobody, not even that peer.
 	PairAttempt none;
 	none.peer = "p3";
 	none.why = "srun: error: Unable to allocate resources";
 	std::vector<PairAttempt> mixed = {none, at("p4", 41.0)};
 	PairDecision m = decide_pair(mixed, 40);
 	assert_int_equal(m.status, CheckStatus::Pass);
-	assert_contains(m.detail, "suspect peer p3 (no result: srun: error");
+	assert_int_equal(m.suspects.size(), 0);
+	assert_contains(m.detail, "with p4; no result with p3 (srun: error");
+}
+
+static PairAttempt unmeasured(const char *peer, const char *why)
+{
+	PairAttempt a;
+	a.peer = peer;
+	a.why = why;
+	return a;
+}
+
+// Two pairs whose rendezvous nobody finished (four idle connections held
+// the one-at-a-time server) were two "failures" with distinct peers: a
+// healthy node drained as PAIR_BW_LOW. Nothing measured is inconclusive
+// (exit 2, not recorded, never drained), and the next peer is tried.
+static void unmeasured_pairs_are_inconclusive_never_pair_bw_low(void **)
+{
+	std::vector<PairAttempt> a = {
+	    unmeasured("p1", "no authenticated peer on port 40001 in time"),
+	    unmeasured("p2", "pair launch exited with status 1 and gave no result")};
+	assert_false(pair_decided(a, 40)); // a third peer is still worth a try
+	PairDecision d = decide_pair(a, 40);
+	assert_int_equal(d.status, CheckStatus::Error);
+	assert_string_equal(d.code.c_str(), "PAIR_INCONCLUSIVE");
+	assert_true(d.inconclusive());
+	assert_int_equal(d.suspects.size(), 0);
+	assert_string_equal(d.detail.c_str(),
+	                    "nccl_pair: not measured; no result with p1 (no authenticated peer "
+	                    "on port 40001 in time), p2 (pair launch exited with status 1 and "
+	                    "gave no result)");
+	// One measured failure and one unmeasured: still one peer's word.
+	a[0] = at("p1", 12.0);
+	d = decide_pair(a, 40);
+	assert_true(d.inconclusive());
+	assert_contains(d.detail, "failed only with p1 (12.0 GB/s)");
+	assert_contains(d.detail, "; no result with p2 (pair launch exited");
+	// Two measured failures still fail, whatever else was unmeasured.
+	a.push_back(at("p3", 11.0));
+	d = decide_pair(a, 40);
+	assert_string_equal(d.code.c_str(), "PAIR_BW_LOW");
+	assert_contains(d.detail, "p1 (12.0 GB/s), p3 (11.0 GB/s); no result with p2");
 }
 
 static void single_failing_peer_is_inconclusive(void **)
@@ -350,18 +391,49 @@ static void pair_launch_runs_words_without_a_shell_and_passes_the_secret(void **
 	assert_contains(e.status().message(), "PairLaunchCommand (");
 }
 
+// A launch that fails (srun refused, the peer's rank never started) gave
+// no number twice with each of two peers: PAIR_BW_LOW on a healthy node.
+// Each unmeasured attempt is made once more, and the verdict is
+// inconclusive: exit 2, nothing recorded, nothing drained.
+static void a_failing_launch_is_retried_and_inconclusive(void **)
+{
+	std::string dir = unit_tmpdir();
+	put(dir + "/launch.sh", "#!/bin/sh\necho \"$1\" >>" + dir +
+	                            "/calls\necho 'srun: error: Unable to allocate "
+	                            "resources' >&2\nexit 1\n");
+	chmod((dir + "/launch.sh").c_str(), 0755);
+	AdmitFixture fx("real", "PairLaunchCommand=\"" + dir + "/launch.sh %p\"\n");
+	fx.boot("new", "boot-new");
+	auto in = prepare_admission(fx.config(), "new");
+	assert_true(in.ok());
+	auto v = run_pair_admission(*in.value(), {"p1", "p2"}, AdmitOptions());
+	assert_true(v.ok());
+	assert_true(v->inconclusive);
+	assert_string_equal(v->status().c_str(), "INCONCLUSIVE");
+	assert_string_equal(v->code().c_str(), "PAIR_INCONCLUSIVE");
+	assert_contains(v->checks.front().detail,
+	                "not measured; no result with p1 (pair launch exited with status 1");
+	assert_string_equal(slurp(dir + "/calls").c_str(), "p1\np1\np2\np2\n");
+	assert_false(record_verdict(fx.config(), v.value()).ok());
+	assert_int_equal(
+	    run_admit("pair --conf " + fx.conf + " --node new --peers p[1-2] --record").rc, 2);
+	assert_false(read_record(fx.record("new")).ok());
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(bad_peer_then_good_peer_passes_naming_the_suspect),
 	    cmocka_unit_test(two_bad_peers_fail),
 	    cmocka_unit_test(single_failing_peer_is_inconclusive),
+	    cmocka_unit_test(unmeasured_pairs_are_inconclusive_never_pair_bw_low),
 	    cmocka_unit_test(sim_pairs_use_the_slower_profile),
 	    cmocka_unit_test(cli_pair_exit_codes_and_record),
 	    cmocka_unit_test(pair_launch_runs_argv_not_a_shell),
 	    cmocka_unit_test(rendezvous_gives_the_id_only_to_the_holder_of_the_secret),
 	    cmocka_unit_test(a_server_without_the_secret_hands_out_nothing),
 	    cmocka_unit_test(pair_launch_runs_words_without_a_shell_and_passes_the_secret),
+	    cmocka_unit_test(a_failing_launch_is_retried_and_inconclusive),
 	};
 	return cmocka_run_group_tests_name("admit_pair", tests, NULL, NULL);
 }
