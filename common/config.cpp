@@ -120,6 +120,9 @@ const std::vector<KeySpec> &config_schema()
 	     "absolute floors apply"},
 	    {"FleetWindow", KeyType::Duration, "2592000", nullptr, 3600, 365 * 86400,
 	     "how recent an admission must be to count in the fleet reference"},
+	    {"FleetClearWindow", KeyType::Duration, "86400", nullptr, 600, 365 * 86400,
+	     "how recent the other nodes' pairs must be to clear a node's PAIR_BW_LOW as a "
+	     "link's fault"},
 	    {"FleetSlowMargin", KeyType::Double, "0.05", nullptr, 0.001, 0.9,
 	     "how far below the fleet median (as a fraction) a passing figure is SLOW_<CHECK>"},
 	    {"FleetSlowAction", KeyType::Enum, "warn", "warn|drain", 0, 0,
