@@ -373,7 +373,7 @@ bool cleared_independently(const std::vector<PairResult> &pairs, const FabricVie
 			continue;
 		bool confirmed =
 		    std::any_of(ind.suspects.begin(), ind.suspects.end(), [&](const Suspect &t) {
-			    return t.kind == s.kind && t.name == s.name && t.confidence >= 0.5;
+			    return t.kind == s.kind && t.name == s.name;
 		    });
 		if (!confirmed) {
 			*why = strprintf("%s %s explains the node's slow pairs, but the other "

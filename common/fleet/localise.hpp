@@ -140,7 +140,8 @@ Diagnosis localise(const std::vector<PairResult> &pairs, const FabricView &view,
 
 // Whether node may be cleared of its slow pairs: localise(pairs) clears it
 // (Diagnosis::clears), and every component blamed for one of its slow pairs
-// is blamed too, with confidence >= 0.5, by the other evidence: every pair
+// is blamed too (the confidence is the pooled diagnosis's: in a leaf of two
+// nodes the other one ties with the uplinks) by the other evidence: every pair
 // but the node's own slow ones (its healthy pairs speak for its peers). The
 // node's slow pairs never clear it by themselves. *why: the diagnosis, or
 // why it is not enough.
