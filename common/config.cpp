@@ -58,8 +58,9 @@ const std::vector<KeySpec> &config_schema()
 	    {"PairLaunchCommand", KeyType::String,
 	     "srun --overlap --nodes=2 --ntasks=2 --ntasks-per-node=1 --nodelist=%n,%p", nullptr, 0,
 	     0, "command that starts one pair-rank on this node (%n) and one on the peer (%p)"},
-	    {"PairPort", KeyType::Int, "29517", nullptr, 1024, 65535,
-	     "TCP port on which rank 0 of the 2-node NCCL test serves the NCCL unique id"},
+	    {"PairPort", KeyType::Int, "0", nullptr, 0, 65535,
+	     "TCP port on which rank 0 of the 2-node NCCL test serves the NCCL unique id (0: a "
+	     "free port picked for each attempt and passed to both ranks in ONRAMP_PAIR_PORT)"},
 	    {"MaxWaveFraction", KeyType::Double, "0.2", nullptr, 0.01, 1.0,
 	     "at most this fraction of a rack is rebooted or under admission at once"},
 	    {"MinWavePassRate", KeyType::Double, "0.8", nullptr, 0.01, 1.0,
@@ -119,6 +120,9 @@ const std::vector<KeySpec> &config_schema()
 	     "absolute floors apply"},
 	    {"FleetWindow", KeyType::Duration, "2592000", nullptr, 3600, 365 * 86400,
 	     "how recent an admission must be to count in the fleet reference"},
+	    {"FleetClearWindow", KeyType::Duration, "86400", nullptr, 600, 365 * 86400,
+	     "how recent the other nodes' pairs must be to clear a node's PAIR_BW_LOW as a "
+	     "link's fault"},
 	    {"FleetSlowMargin", KeyType::Double, "0.05", nullptr, 0.001, 0.9,
 	     "how far below the fleet median (as a fraction) a passing figure is SLOW_<CHECK>"},
 	    {"FleetSlowAction", KeyType::Enum, "warn", "warn|drain", 0, 0,

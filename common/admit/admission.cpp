@@ -133,13 +133,9 @@ Result<Verdict> run_pair_admission(AdmitInputs &in, const std::vector<std::strin
 	std::vector<std::string> tried;
 	double started = 0;
 	Json tries = Json::array();
-	for (const auto &peer : peers) {
-		if (peer == in.node || std::find(tried.begin(), tried.end(), peer) != tried.end())
-			continue;
-		if (pair_decided(attempts, threshold))
-			break;
-		tried.push_back(peer);
-		// A bad peer profile is our own input: check it before forking.
+	// One attempt with peer, appended to attempts; an error is our own bad
+	// input (a malformed peer profile), checked before forking.
+	auto attempt = [&](const std::string &peer) -> Status {
 		IsolatedRun run = run_isolated(
 		    kNcclPair, timeout,
 		    [&]() -> CheckResult {
@@ -154,7 +150,8 @@ Result<Verdict> run_pair_admission(AdmitInputs &in, const std::vector<std::strin
 			    }
 			    r.value = obs->measured ? obs->busbw_gbs : NAN;
 			    r.samples = obs->samples;
-			    r.status = obs->measured ? CheckStatus::Pass : CheckStatus::Fail;
+			    // No number is no verdict on anyone (decide_pair).
+			    r.status = obs->measured ? CheckStatus::Pass : CheckStatus::Error;
 			    r.detail = obs->why;
 			    Json d = Json::object();
 			    d.set("wrong", static_cast<int64_t>(obs->wrong));
@@ -183,6 +180,29 @@ Result<Verdict> run_pair_admission(AdmitInputs &in, const std::vector<std::strin
 		t.set("busbw_gbs", run.result.value).set("duration_s", run.result.duration_s);
 		t.set("wrong", static_cast<int64_t>(a.wrong)).set("detail", run.result.detail);
 		tries.push(t);
+		return Status::Ok();
+	};
+	for (const auto &peer : peers) {
+		if (peer == in.node || std::find(tried.begin(), tried.end(), peer) != tried.end())
+			continue;
+		if (pair_decided(attempts, threshold))
+			break;
+		tried.push_back(peer);
+		// An attempt that measured nothing (a rendezvous nobody finished, a
+		// launch that failed) is evidence of nothing: it is made again with
+		// the same peer, then with the next peer, never counted as a failure.
+		for (int round = 0; round <= kPairUnmeasuredRetries; round++) {
+			if (round > 0) {
+				if (attempts.back().measured)
+					break;
+				log_info(
+				    "%s: nccl_pair with %s measured nothing (%s); trying again",
+				    in.node.c_str(), peer.c_str(), attempts.back().why.c_str());
+			}
+			Status st = attempt(peer);
+			if (!st.ok())
+				return st;
+		}
 	}
 	PairDecision d = decide_pair(attempts, threshold);
 	CheckResult r = make_pass(kNcclPair, d.detail);

@@ -1,6 +1,7 @@
 #include "admit/pair.hpp"
 
 #include <algorithm>
+#include <arpa/inet.h>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -47,18 +48,43 @@ std::string describe(const PairAttempt &a)
 	return strprintf("%s (%.1f GB/s)", a.peer.c_str(), a.busbw_gbs);
 }
 
+// Distinct peers whose attempts measured a failure: the only evidence
+// against the node. An attempt with no number (a rendezvous nobody
+// finished, a launch that failed) is evidence of nothing.
 std::vector<const PairAttempt *> distinct_failures(const std::vector<PairAttempt> &attempts,
                                                    double threshold)
 {
 	std::vector<const PairAttempt *> out;
 	for (const auto &a : attempts) {
-		if (pair_attempt_ok(a, threshold))
+		if (!a.measured || pair_attempt_ok(a, threshold))
 			continue;
 		bool seen = std::any_of(out.begin(), out.end(),
 		                        [&](const PairAttempt *p) { return p->peer == a.peer; });
 		if (!seen)
 			out.push_back(&a);
 	}
+	return out;
+}
+
+// "; no result with p1 (why), p2 (why)" for the unmeasured attempts, the
+// last one with each peer; "" when every attempt measured.
+std::string unmeasured_note(const std::vector<PairAttempt> &attempts)
+{
+	std::vector<const PairAttempt *> none;
+	for (const auto &a : attempts) {
+		if (a.measured)
+			continue;
+		auto it = std::find_if(none.begin(), none.end(),
+		                       [&](const PairAttempt *p) { return p->peer == a.peer; });
+		if (it == none.end())
+			none.push_back(&a);
+		else
+			*it = &a;
+	}
+	std::string out;
+	for (size_t i = 0; i < none.size(); i++)
+		out += (i ? ", " : "; no result with ") + none[i]->peer + " (" +
+		       (none[i]->why.empty() ? "no reason given" : none[i]->why) + ")";
 	return out;
 }
 
@@ -76,6 +102,7 @@ PairDecision decide_pair(const std::vector<PairAttempt> &attempts, double thresh
 {
 	PairDecision d;
 	auto failures = distinct_failures(attempts, threshold_gbs);
+	std::string unmeasured = unmeasured_note(attempts);
 	for (const auto &a : attempts) {
 		if (!pair_attempt_ok(a, threshold_gbs))
 			continue;
@@ -91,6 +118,7 @@ PairDecision decide_pair(const std::vector<PairAttempt> &attempts, double thresh
 				d.suspects.push_back(failures[i]->peer);
 			}
 		}
+		d.detail += unmeasured;
 		return d;
 	}
 	if (failures.size() >= 2) {
@@ -102,25 +130,34 @@ PairDecision decide_pair(const std::vector<PairAttempt> &attempts, double thresh
 		                     failures.size());
 		for (size_t i = 0; i < failures.size(); i++)
 			d.detail += (i ? ", " : "") + describe(*failures[i]);
+		d.detail += unmeasured;
 		return d;
 	}
 	d.status = CheckStatus::Error;
 	d.code = code::kPairInconclusive;
-	if (failures.empty())
+	if (failures.empty() && unmeasured.empty())
 		d.detail = "nccl_pair: no peer to test with";
+	else if (failures.empty())
+		d.detail = "nccl_pair: not measured" + unmeasured;
 	else
 		d.detail =
 		    strprintf("nccl_pair failed only with %s, below %.1f GB/s; no second peer "
 		              "to tell a bad peer from a bad node",
-		              describe(*failures[0]).c_str(), threshold_gbs);
+		              describe(*failures[0]).c_str(), threshold_gbs) +
+		    unmeasured;
 	return d;
 }
 
 Status parse_rendezvous(const std::string &text, std::string *host, int *port)
 {
 	size_t colon = text.rfind(':');
-	if (colon == std::string::npos || colon == 0)
-		return Status::Error("rendezvous '" + text + "' is not HOST:PORT");
+	if (colon == 0 || text.empty())
+		return Status::Error("rendezvous '" + text + "' is not HOST[:PORT]");
+	if (colon == std::string::npos) {
+		*host = text;
+		*port = 0; // the step's kPairPortEnv says
+		return Status::Ok();
+	}
 	char *end = nullptr;
 	long p = strtol(text.c_str() + colon + 1, &end, 10);
 	if (*end || p < 1 || p > 65535)
@@ -128,6 +165,30 @@ Status parse_rendezvous(const std::string &text, std::string *host, int *port)
 	*host = text.substr(0, colon);
 	*port = static_cast<int>(p);
 	return Status::Ok();
+}
+
+int pick_pair_port()
+{
+	for (int family : {AF_INET6, AF_INET}) {
+		int s = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (s < 0)
+			continue;
+		struct sockaddr_storage ss;
+		memset(&ss, 0, sizeof ss);
+		ss.ss_family = static_cast<sa_family_t>(family);
+		socklen_t len =
+		    family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+		int port = 0;
+		if (bind(s, reinterpret_cast<struct sockaddr *>(&ss), len) == 0 &&
+		    getsockname(s, reinterpret_cast<struct sockaddr *>(&ss), &len) == 0)
+			port = ntohs(family == AF_INET6
+			                 ? reinterpret_cast<struct sockaddr_in6 *>(&ss)->sin6_port
+			                 : reinterpret_cast<struct sockaddr_in *>(&ss)->sin_port);
+		close(s);
+		if (port > 0)
+			return port;
+	}
+	return 0;
 }
 
 namespace {
@@ -148,7 +209,7 @@ Status full_io(int fd, void *buf, size_t n, bool writing, double deadline)
 			return Status::Error("rendezvous timed out");
 		if (poll(&pfd, 1, ms) <= 0)
 			continue;
-		ssize_t k = writing ? write(fd, p, n) : read(fd, p, n);
+		ssize_t k = writing ? send(fd, p, n, MSG_NOSIGNAL) : recv(fd, p, n, 0);
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k <= 0)
@@ -226,41 +287,20 @@ Result<std::string> random_bytes(size_t n)
 	return out;
 }
 
-// The server's side of one connection. Ok when the peer proved the secret
-// and got the id.
-Status serve_one(int c, const std::string &secret, const std::string &id, double deadline)
-{
-	auto ns = random_bytes(kNonce);
-	if (!ns.ok())
-		return ns.status();
-	Status st = write_all(c, std::string(kMagic, sizeof kMagic) + ns.value(), deadline);
-	std::string nc, mac;
-	if (st.ok())
-		st = read_n(c, &nc, kNonce, deadline);
-	if (st.ok())
-		st = read_n(c, &mac, kMac, deadline);
-	if (!st.ok())
-		return st;
-	if (!same(mac, hmac(secret, "onramp-pair client", ns.value(), nc)))
-		return Status::Error("a peer without the attempt's secret");
-	std::string enc = crypt_id(secret, ns.value(), nc, id);
-	return write_all(c, hmac(secret, "onramp-pair server", nc, ns.value(), enc) + enc,
-	                 deadline);
-}
-
 // Listening socket on port bound to host's addresses (all when host is ""
 // or none can be bound); -1 with *why.
 int listen_on(const std::string &host, int port, std::string *why)
 {
 	auto try_bind = [&](int family, const struct sockaddr *sa, socklen_t len) {
-		int s = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		// Non-blocking: pair_serve_id accepts until the queue is empty.
+		int s = socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 		if (s < 0)
 			return -1;
 		int one = 1, zero = 0;
 		setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
 		if (family == AF_INET6)
 			setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
-		if (bind(s, sa, len) != 0 || listen(s, 16) != 0) {
+		if (bind(s, sa, len) != 0 || listen(s, 128) != 0) {
 			*why = strprintf("listen on port %d: %s", port, strerror(errno));
 			close(s);
 			return -1;
@@ -339,46 +379,250 @@ std::string new_pair_secret()
 	return hex;
 }
 
+namespace {
+
+// The textual address of a peer, an IPv4-mapped IPv6 address as IPv4.
+std::string addr_text(const struct sockaddr_storage &ss)
+{
+	char buf[INET6_ADDRSTRLEN] = "";
+	if (ss.ss_family == AF_INET) {
+		const auto *a = reinterpret_cast<const struct sockaddr_in *>(&ss);
+		inet_ntop(AF_INET, &a->sin_addr, buf, sizeof buf);
+	} else if (ss.ss_family == AF_INET6) {
+		const auto *a = reinterpret_cast<const struct sockaddr_in6 *>(&ss);
+		if (IN6_IS_ADDR_V4MAPPED(&a->sin6_addr))
+			inet_ntop(AF_INET, &a->sin6_addr.s6_addr[12], buf, sizeof buf);
+		else
+			inet_ntop(AF_INET6, &a->sin6_addr, buf, sizeof buf);
+	}
+	return buf;
+}
+
+// Every address peer resolves to, as addr_text writes them.
+Result<std::vector<std::string>> peer_addresses(const std::string &peer)
+{
+	if (peer.empty())
+		return Status::Error("rendezvous: no peer named, so no address to accept");
+	struct addrinfo hints, *res = nullptr;
+	memset(&hints, 0, sizeof hints);
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	int g = getaddrinfo(peer.c_str(), nullptr, &hints, &res);
+	if (g != 0)
+		return Status::Error("rendezvous: resolve the peer " + peer + ": " +
+		                     gai_strerror(g));
+	std::vector<std::string> out;
+	for (struct addrinfo *a = res; a; a = a->ai_next) {
+		struct sockaddr_storage ss;
+		memset(&ss, 0, sizeof ss);
+		memcpy(&ss, a->ai_addr, std::min<size_t>(a->ai_addrlen, sizeof ss));
+		std::string t = addr_text(ss);
+		if (!t.empty() && std::find(out.begin(), out.end(), t) == out.end())
+			out.push_back(t);
+	}
+	freeaddrinfo(res);
+	if (out.empty())
+		return Status::Error("rendezvous: the peer " + peer + " has no address");
+	return out;
+}
+
+// One connection of the rendezvous, served without blocking the others.
+struct Conn {
+	int fd = -1;
+	double deadline = 0;
+	std::string from, ns, out, in;
+	size_t sent = 0;
+	bool answered = false; // out holds the id's answer
+};
+
+} // namespace
+
 Status pair_serve_id(const std::string &bind_host, int port, const std::string &secret,
-                     const std::string &id, double timeout_s)
+                     const std::string &id, double timeout_s, const std::string &peer)
 {
 	if (secret.empty())
 		return Status::Error("rendezvous: no secret for this attempt");
 	if (id.size() != kId)
 		return Status::Error("rendezvous: the id is not 128 bytes");
+	auto allowed = peer_addresses(peer);
+	if (!allowed.ok())
+		return allowed.status();
 	double deadline = now_s() + timeout_s;
 	std::string why;
 	int s = listen_on(bind_host, port, &why);
 	if (s < 0)
 		return Status::Error(why);
+	std::vector<Conn> conns;
 	std::string last;
-	for (;;) {
-		struct pollfd pfd = {s, POLLIN, 0};
-		int ms = static_cast<int>((deadline - now_s()) * 1000);
-		if (ms <= 0) {
-			close(s);
-			return Status::Error(
-			    strprintf("no authenticated peer on port %d in time%s", port,
-			              last.empty() ? "" : (" (" + last + ")").c_str()));
-		}
-		if (poll(&pfd, 1, ms) <= 0)
-			continue;
-		int c = accept4(s, nullptr, nullptr, SOCK_CLOEXEC);
-		if (c < 0)
-			continue;
-		Status st = serve_one(c, secret, id, std::min(deadline, now_s() + kPairHandshakeS));
-		close(c);
-		if (st.ok()) {
-			close(s);
-			return st;
-		}
-		last = st.message();
+	size_t refused = 0; // connections from an address not the peer's
+	std::string refused_from;
+	auto drop = [&](size_t i, const std::string &reason) {
+		close(conns[i].fd);
+		last = conns[i].from + ": " + reason;
 		log_verbose("nccl_pair: rendezvous: %s; still waiting", last.c_str());
+		conns.erase(conns.begin() + static_cast<long>(i));
+	};
+	auto finish = [&](Status st) {
+		for (auto &c : conns)
+			close(c.fd);
+		close(s);
+		return st;
+	};
+	for (;;) {
+		double now = now_s();
+		for (size_t i = conns.size(); i-- > 0;)
+			if (now >= conns[i].deadline)
+				drop(i, "no handshake in time");
+		if (now >= deadline) {
+			std::string why = last;
+			if (refused)
+				why += strprintf("%srefused %zu connection%s (the last from %s), "
+				                 "not the peer %s",
+				                 why.empty() ? "" : "; ", refused,
+				                 refused > 1 ? "s" : "", refused_from.c_str(),
+				                 peer.c_str());
+			return finish(Status::Error(
+			    strprintf("no authenticated peer on port %d in time%s", port,
+			              why.empty() ? "" : (" (" + why + ")").c_str())));
+		}
+		double wake = deadline;
+		std::vector<struct pollfd> pfds;
+		pfds.push_back({s, POLLIN, 0});
+		for (const auto &c : conns) {
+			wake = std::min(wake, c.deadline);
+			pfds.push_back(
+			    {c.fd, static_cast<short>(c.sent < c.out.size() ? POLLOUT : POLLIN),
+			     0});
+		}
+		int ms = std::max(1, static_cast<int>((wake - now) * 1000) + 1);
+		int n = poll(pfds.data(), pfds.size(), ms);
+		if (n < 0 && errno != EINTR)
+			return finish(
+			    Status::Error(strprintf("rendezvous: poll: %s", strerror(errno))));
+		if (n <= 0)
+			continue;
+		// Each connection in turn, from the last, so that dropping one
+		// leaves the indices of those not yet seen in place.
+		for (size_t k = pfds.size(); k-- > 1;) {
+			size_t i = k - 1;
+			short ev = pfds[k].revents;
+			if (!ev)
+				continue;
+			Conn &c = conns[i];
+			if (c.sent < c.out.size()) {
+				ssize_t w = send(c.fd, c.out.data() + c.sent, c.out.size() - c.sent,
+				                 MSG_NOSIGNAL);
+				if (w < 0 && (errno == EAGAIN || errno == EINTR))
+					continue;
+				if (w <= 0) {
+					drop(i, w < 0 ? strerror(errno) : "connection closed");
+					continue;
+				}
+				c.sent += static_cast<size_t>(w);
+				if (c.sent == c.out.size() && c.answered)
+					return finish(Status::Ok());
+				continue;
+			}
+			char buf[kNonce + kMac];
+			ssize_t r = recv(c.fd, buf, kNonce + kMac - c.in.size(), 0);
+			if (r < 0 && (errno == EAGAIN || errno == EINTR))
+				continue;
+			if (r <= 0 || c.answered) {
+				drop(i, r < 0    ? strerror(errno)
+				        : r == 0 ? "connection closed"
+				                 : "spoke out of turn");
+				continue;
+			}
+			c.in.append(buf, static_cast<size_t>(r));
+			if (c.in.size() < kNonce + kMac)
+				continue;
+			std::string nc = c.in.substr(0, kNonce), mac = c.in.substr(kNonce);
+			if (!same(mac, hmac(secret, "onramp-pair client", c.ns, nc))) {
+				drop(i, "a peer without the attempt's secret");
+				continue;
+			}
+			std::string enc = crypt_id(secret, c.ns, nc, id);
+			c.out = hmac(secret, "onramp-pair server", nc, c.ns, enc) + enc;
+			c.sent = 0;
+			c.answered = true;
+		}
+		if (!(pfds[0].revents & POLLIN))
+			continue;
+		// At most a table's worth per round, so that a flood cannot keep
+		// this loop from serving the connections it holds.
+		for (size_t taken = 0; taken < kPairMaxConnections; taken++) {
+			struct sockaddr_storage ss;
+			socklen_t len = sizeof ss;
+			int c = accept4(s, reinterpret_cast<struct sockaddr *>(&ss), &len,
+			                SOCK_CLOEXEC | SOCK_NONBLOCK);
+			if (c < 0)
+				break;
+			std::string from = addr_text(ss);
+			if (std::find(allowed->begin(), allowed->end(), from) == allowed->end()) {
+				close(c);
+				refused_from = from.empty() ? "?" : from;
+				// The first one said; a flood does not fill the log.
+				if (refused++ == 0) {
+					std::string names;
+					for (const auto &a : allowed.value())
+						names += (names.empty() ? "" : ", ") + a;
+					log_info(
+					    "nccl_pair: rendezvous on port %d: refused a "
+					    "connection from %s, not an address of the peer %s "
+					    "(%s)",
+					    port, refused_from.c_str(), peer.c_str(),
+					    names.c_str());
+				}
+				continue;
+			}
+			auto ns = random_bytes(kNonce);
+			if (!ns.ok()) {
+				close(c);
+				return finish(ns.status());
+			}
+			// Full: the oldest connection that has not proved the secret
+			// makes room (the real peer proves it within a round trip).
+			if (conns.size() >= kPairMaxConnections) {
+				size_t old = 0;
+				while (old + 1 < conns.size() && conns[old].answered)
+					old++;
+				drop(old, "evicted: too many connections at once");
+			}
+			Conn conn;
+			conn.fd = c;
+			conn.from = from;
+			conn.deadline = std::min(deadline, now_s() + kPairHandshakeS);
+			conn.ns = ns.value();
+			conn.out = std::string(kMagic, sizeof kMagic) + conn.ns;
+			conns.push_back(std::move(conn));
+		}
 	}
 }
 
+namespace {
+
+// Bind s to one of source's addresses of family, when one is this host's;
+// else leave it to the kernel's choice.
+void bind_source(int s, int family, const std::string &source)
+{
+	if (source.empty())
+		return;
+	struct addrinfo hints, *res = nullptr;
+	memset(&hints, 0, sizeof hints);
+	hints.ai_family = family;
+	hints.ai_socktype = SOCK_STREAM;
+	if (getaddrinfo(source.c_str(), nullptr, &hints, &res) != 0)
+		return;
+	for (struct addrinfo *a = res; a; a = a->ai_next)
+		if (bind(s, a->ai_addr, a->ai_addrlen) == 0)
+			break;
+	freeaddrinfo(res);
+}
+
+} // namespace
+
 Result<std::string> pair_fetch_id(const std::string &host, int port, const std::string &secret,
-                                  double timeout_s)
+                                  double timeout_s, const std::string &source)
 {
 	if (secret.empty())
 		return Status::Error("rendezvous: no secret for this attempt");
@@ -397,6 +641,7 @@ Result<std::string> pair_fetch_id(const std::string &host, int port, const std::
 				int s = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, 0);
 				if (s < 0)
 					continue;
+				bind_source(s, a->ai_family, source);
 				if (connect(s, a->ai_addr, a->ai_addrlen) == 0) {
 					auto id = fetch_one(
 					    s, secret,
@@ -441,9 +686,10 @@ Result<PairObs> run_pair_rank(const PairRankOptions &opt)
 			return Status::Error("ncclGetUniqueId: " + nccl.err(r));
 		st = pair_serve_id(opt.host, opt.port, opt.secret,
 		                   std::string(id.internal, sizeof id.internal),
-		                   opt.connect_timeout_s);
+		                   opt.connect_timeout_s, opt.peer);
 	} else {
-		auto got = pair_fetch_id(opt.host, opt.port, opt.secret, opt.connect_timeout_s);
+		auto got =
+		    pair_fetch_id(opt.host, opt.port, opt.secret, opt.connect_timeout_s, opt.self);
 		if (got.ok())
 			memcpy(id.internal, got->data(), sizeof id.internal);
 		st = got.status();
@@ -476,15 +722,25 @@ Result<PairObs> run_pair_launch(const Config &cfg, const std::string &node, cons
 	std::string secret = new_pair_secret();
 	if (secret.empty())
 		return Status::Error("nccl_pair: cannot make the attempt's secret (getrandom)");
+	// PairPort=0: a port free on this node now, for this attempt only.
+	long long port = cfg.integer("PairPort");
+	if (port == 0)
+		port = pick_pair_port();
+	PairObs none;
+	if (port <= 0) {
+		none.why = "nccl_pair: no free TCP port for the rendezvous";
+		return none;
+	}
 	for (const std::string &w :
 	     {std::string(exe), std::string("pair-rank"), std::string("--conf"), cfg.origin(),
-	      std::string("--rendezvous"),
-	      strprintf("%s:%lld", node.c_str(), static_cast<long long>(cfg.integer("PairPort")))})
+	      std::string("--rendezvous"), node})
 		argv->push_back(w);
 	log_verbose("nccl_pair: %s", argv_str(argv.value()).c_str());
 	ProcOptions po;
 	po.separate_stderr = true;
 	po.env.push_back(std::string(kPairSecretEnv) + "=" + secret);
+	po.env.push_back(strprintf("%s=%lld", kPairPortEnv, port));
+	po.env.push_back(std::string(kPairPeerEnv) + "=" + peer);
 	ProcResult pr = run_argv(argv.value(), po);
 	PairObs obs;
 	size_t pos = 0;
@@ -523,22 +779,58 @@ Result<PairRankOptions> pair_rank_options(const Config &cfg, const std::string &
 {
 	PairRankOptions p;
 	std::string rv = rendezvous;
+	std::vector<std::string> step_nodes;
+	const char *nl = getenv("SLURM_STEP_NODELIST");
+	if (!nl)
+		nl = getenv("SLURM_JOB_NODELIST");
+	if (nl) {
+		auto hosts = hostlist_expand(nl);
+		if (hosts.ok())
+			step_nodes = hosts.value();
+	}
 	if (rv.empty()) {
-		const char *nl = getenv("SLURM_STEP_NODELIST");
-		if (!nl)
-			nl = getenv("SLURM_JOB_NODELIST");
 		if (!nl)
 			return Status::Error(
 			    "pair-rank: no --rendezvous and no SLURM_STEP_NODELIST");
-		auto hosts = hostlist_expand(nl);
-		if (!hosts.ok() || hosts->empty())
+		if (step_nodes.empty())
 			return Status::Error("pair-rank: cannot expand the step's node list");
-		rv = hosts->front() + ":" + cfg.str("PairPort");
+		rv = step_nodes.front();
 	}
 	Status st = parse_rendezvous(rv, &p.host, &p.port);
 	if (!st.ok())
 		return st;
+	if (p.port == 0) {
+		// The launching rank's choice (PairPort=0: ephemeral), else PairPort.
+		const char *env_port = getenv(kPairPortEnv);
+		if (env_port && *env_port) {
+			auto v = parse_int(env_port, 1, 65535);
+			if (!v.ok())
+				return Status::Error(std::string(kPairPortEnv) + ": " +
+				                     v.status().message());
+			p.port = static_cast<int>(v.value());
+		} else if (cfg.integer("PairPort") > 0) {
+			p.port = static_cast<int>(cfg.integer("PairPort"));
+		} else {
+			return Status::Error(std::string("pair-rank: no port: no ") + kPairPortEnv +
+			                     " in the environment and PairPort=0");
+		}
+	}
 	p.rank = rank >= 0 ? rank : (node == p.host ? 0 : 1);
+	p.self = node;
+	// Rank 0 accepts connections from the peer's addresses only: the
+	// launching rank names it; else the step's other node.
+	const char *peer = getenv(kPairPeerEnv);
+	if (peer && *peer)
+		p.peer = peer;
+	else
+		for (const auto &h : step_nodes)
+			if (h != p.host) {
+				p.peer = h;
+				break;
+			}
+	if (p.rank == 0 && p.peer.empty())
+		return Status::Error(std::string("pair-rank: rank 0 has no peer to accept (no ") +
+		                     kPairPeerEnv + ", no second node in the step)");
 	// The attempt's secret, from the launching rank through the step's
 	// environment (never on a command line).
 	const char *secret = getenv(kPairSecretEnv);

@@ -1,5 +1,6 @@
 #include "fleet/diagnose.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <ctime>
@@ -78,7 +79,9 @@ Result<std::vector<PairSample>> run_probes(const Config &cfg, const ProbePlan &p
 		PairSample s;
 		s.a = a;
 		s.b = b;
-		s.busbw_gbs = obs->measured && obs->wrong == 0 ? obs->busbw_gbs : NAN;
+		// Wrong sums are a measured fault (0 GB/s); no number is NaN,
+		// kept in the results and left out by the localiser.
+		s.busbw_gbs = !obs->measured ? NAN : obs->wrong ? 0 : obs->busbw_gbs;
 		s.time = admit::iso_time(time(nullptr));
 		out.push_back(s);
 	}
@@ -118,17 +121,23 @@ void review_pair(const Config &cfg, const Policy &p, admit::Verdict *v)
 		                "): the pair rule applies";
 		return;
 	}
-	std::vector<PairResult> pairs = gather_pairs(p, time(nullptr));
+	// Fresh evidence only (FleetClearWindow, this run's attempts), and
+	// the node is cleared only when the other nodes' pairs alone blame
+	// the link: its own slow pairs never clear it by themselves.
+	Policy fresh = p;
+	fresh.window_s = std::min(p.window_s, p.clear_window_s);
+	std::vector<PairResult> pairs = gather_pairs(fresh, time(nullptr));
 	for (const auto &s : entry_of(*v).pairs)
 		pairs.push_back({s.a, s.b, s.busbw_gbs});
 	LocaliseOptions opt;
 	opt.good_gbs = pair->threshold;
-	Diagnosis d = localise(pairs, model.value()->view, opt);
-	if (!d.clears(v->node)) {
-		pair->detail += "; localiser: " + d.summary() +
+	std::string why;
+	if (!cleared_independently(pairs, model.value()->view, opt, v->node, &why)) {
+		pair->detail += "; localiser: " + why +
 		                " - not enough to clear the node, the pair rule applies";
 		return;
 	}
+	Diagnosis d = localise(pairs, model.value()->view, opt);
 	pair->status = admit::CheckStatus::Pass;
 	pair->code = kPairLinkFault;
 	pair->detail =

@@ -36,7 +36,8 @@ std::vector<PairResult> gather_pairs(const Policy &p, long long now);
 
 // Measure each planned pair with the backend of its first node (simulated
 // or real, as GpuBackend says). A pair that gives no number is kept with
-// busbw NaN. Errors are our own bad input (a profile).
+// busbw NaN (the localiser leaves it out), one with wrong sums as 0 GB/s.
+// Errors are our own bad input (a profile).
 Result<std::vector<PairSample>> run_probes(const Config &cfg, const ProbePlan &plan);
 
 // Prometheus text of a diagnosis: onramp_fleet_pairs, onramp_fleet_slow_pairs
@@ -46,8 +47,9 @@ std::string diagnosis_metrics(const Diagnosis &d);
 
 // Judge a verdict against the fleet before it is recorded: SLOW_<CHECK>
 // (apply_fleet) and, for a nccl_pair failed for low bandwidth, the
-// localiser over the fleet's evidence plus this run's attempts: when it
-// clears the node (Diagnosis::clears), nccl_pair passes with code
+// localiser over the fleet's fresh evidence (FleetClearWindow) plus this
+// run's attempts: when it clears the node and the other nodes' pairs alone
+// blame the same link (cleared_independently), nccl_pair passes with code
 // PAIR_LINK_FAULT naming the link; otherwise today's rule stands and the
 // detail says why. Without topology.conf the localiser is skipped (said in
 // the detail). Errors: a bad policy key.

@@ -185,10 +185,11 @@ Model build(const std::vector<PairResult> &in, const FabricView &view)
 {
 	std::map<std::pair<std::string, std::string>, std::vector<double>> seen;
 	for (const auto &p : in) {
-		if (p.a == p.b)
+		// No number is no evidence: neither slow (it would blame a healthy
+		// link as 0 GB/s) nor fast.
+		if (p.a == p.b || !std::isfinite(p.busbw_gbs))
 			continue;
-		seen[{std::min(p.a, p.b), std::max(p.a, p.b)}].push_back(
-		    std::isfinite(p.busbw_gbs) ? p.busbw_gbs : 0);
+		seen[{std::min(p.a, p.b), std::max(p.a, p.b)}].push_back(p.busbw_gbs);
 	}
 	Model m;
 	for (const auto &[ab, bws] : seen) {
@@ -345,6 +346,44 @@ bool Diagnosis::clears(const std::string &node) const
 			any = true;
 		}
 	return any;
+}
+
+bool cleared_independently(const std::vector<PairResult> &pairs, const FabricView &view,
+                           const LocaliseOptions &opt, const std::string &node, std::string *why)
+{
+	Diagnosis d = localise(pairs, view, opt);
+	if (!d.clears(node)) {
+		*why = d.summary();
+		return false;
+	}
+	// The node's slow pairs are what is to be explained; they cannot also
+	// be the evidence. Its healthy pairs stay: they speak for its peers.
+	std::vector<PairResult> others;
+	for (const auto &p : pairs)
+		if ((p.a != node && p.b != node) || p.busbw_gbs >= d.good_gbs)
+			others.push_back(p);
+	LocaliseOptions same = opt;
+	same.good_gbs = d.good_gbs;
+	Diagnosis ind = localise(others, view, same);
+	for (const auto &s : d.suspects) {
+		bool mine =
+		    std::any_of(s.evidence.begin(), s.evidence.end(),
+		                [&](const PairResult &e) { return e.a == node || e.b == node; });
+		if (!mine)
+			continue;
+		bool confirmed =
+		    std::any_of(ind.suspects.begin(), ind.suspects.end(), [&](const Suspect &t) {
+			    return t.kind == s.kind && t.name == s.name;
+		    });
+		if (!confirmed) {
+			*why = strprintf("%s %s explains the node's slow pairs, but the other "
+			                 "evidence alone does not blame it (%s)",
+			                 kind_name(s.kind), s.name.c_str(), ind.summary().c_str());
+			return false;
+		}
+	}
+	*why = d.summary();
+	return true;
 }
 
 std::string Diagnosis::summary() const

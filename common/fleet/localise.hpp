@@ -78,7 +78,7 @@ uint64_t fnv1a64(const std::string &s);
 
 struct PairResult {
 	std::string a, b;
-	double busbw_gbs = 0; // NaN: no result (counts as slow)
+	double busbw_gbs = 0; // NaN: no result (left out: evidence of nothing)
 };
 
 enum class Kind { Node, Uplink, Link, Spine };
@@ -137,6 +137,16 @@ struct Diagnosis {
 // REQUIRES: view outlives the Diagnosis.
 Diagnosis localise(const std::vector<PairResult> &pairs, const FabricView &view,
                    const LocaliseOptions &opt);
+
+// Whether node may be cleared of its slow pairs: localise(pairs) clears it
+// (Diagnosis::clears), and every component blamed for one of its slow pairs
+// is blamed too (the confidence is the pooled diagnosis's: in a leaf of two
+// nodes the other one ties with the uplinks) by the other evidence: every pair
+// but the node's own slow ones (its healthy pairs speak for its peers). The
+// node's slow pairs never clear it by themselves. *why: the diagnosis, or
+// why it is not enough.
+bool cleared_independently(const std::vector<PairResult> &pairs, const FabricView &view,
+                           const LocaliseOptions &opt, const std::string &node, std::string *why);
 
 } // namespace fleet
 } // namespace onramp

@@ -20,6 +20,7 @@ Result<Policy> policy_from_config(const Config &cfg)
 	Policy p;
 	p.min_samples = cfg.integer("FleetMinSamples");
 	p.window_s = cfg.seconds("FleetWindow");
+	p.clear_window_s = cfg.seconds("FleetClearWindow");
 	p.margin = cfg.number("FleetSlowMargin");
 	p.drain = cfg.str("FleetSlowAction") == "drain";
 	p.dir = cfg.is_set("FleetDir") ? cfg.str("FleetDir") : cfg.str("StateDir") + "/fleet";

@@ -34,6 +34,9 @@ namespace fleet {
 struct Policy {
 	int64_t min_samples = 8;
 	int64_t window_s = 30 * 86400;
+	// FleetClearWindow: how recent the other nodes' pairs must be to clear a
+	// node's PAIR_BW_LOW as a link's fault (diagnose.hpp, review_verdict).
+	int64_t clear_window_s = 86400;
 	double margin = 0.05;
 	bool drain = false;               // FleetSlowAction=drain
 	std::vector<std::string> exclude; // FleetExclude, expanded

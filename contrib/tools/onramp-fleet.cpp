@@ -15,6 +15,7 @@
 #include <cstring>
 #include <ctime>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 #include "cli.hpp"
@@ -123,6 +124,12 @@ int main(int argc, char **argv)
 	Status parsed = opts.parse(argc - 1, argv + 1, &args);
 	if (int rc = cli::after_parse(parsed, help, usage); rc != cli::kGoOn)
 		return rc;
+	// Probes launch pair tests on any node, diagnose reads every node's
+	// history and spine-check any job: root or SlurmUser only.
+	if (!slurm::is_admin(slurm::default_client(), getuid())) {
+		log_error("only root or SlurmUser may run %s", cmd.c_str());
+		return 2;
+	}
 	auto cfg = Config::load(conf.empty() ? default_conf_path() : conf);
 	if (!cfg.ok())
 		return die(cfg.status().message());

@@ -63,6 +63,17 @@ set_conf() {
 	onramp_conf_ship
 }
 
+@test "probe, diagnose and spine-check are refused to a user, as admit is" {
+	for cmd in probe diagnose "spine-check --leaves leaf1,leaf2"; do
+		# shellcheck disable=SC2086 # the command's words
+		run as_user "$ONRAMPCTL" $cmd
+		echo "$output"
+		[ "$status" -eq 2 ]
+		[[ $output == *"only root or SlurmUser"* ]]
+	done
+	[ ! -e "$FLEET_DIR/probe/results.json" ]
+}
+
 @test "with too few admissions in the fleet only the floor applies, and the record says so" {
 	set_conf FleetMinSamples 100
 	set_profile node2 slow-membw

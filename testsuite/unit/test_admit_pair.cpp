@@ -5,6 +5,7 @@
 #include "unit.hpp"
 
 #include <arpa/inet.h>
+#include <chrono>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -63,14 +64,55 @@ static void two_bad_peers_fail(void **)
 	// Wrong results with both peers: corrupt.
 	std::vector<PairAttempt> bad = {at("p1", 45.0, 3), at("p2", 45.0, 1)};
 	assert_string_equal(decide_pair(bad, 40).code.c_str(), "NCCL_CORRUPT");
-	// A run with no number counts against that peer only.
+	// A run with no number blames nobody, not even that peer.
 	PairAttempt none;
 	none.peer = "p3";
 	none.why = "srun: error: Unable to allocate resources";
 	std::vector<PairAttempt> mixed = {none, at("p4", 41.0)};
 	PairDecision m = decide_pair(mixed, 40);
 	assert_int_equal(m.status, CheckStatus::Pass);
-	assert_contains(m.detail, "suspect peer p3 (no result: srun: error");
+	assert_int_equal(m.suspects.size(), 0);
+	assert_contains(m.detail, "with p4; no result with p3 (srun: error");
+}
+
+static PairAttempt unmeasured(const char *peer, const char *why)
+{
+	PairAttempt a;
+	a.peer = peer;
+	a.why = why;
+	return a;
+}
+
+// Two pairs whose rendezvous nobody finished (four idle connections held
+// the one-at-a-time server) were two "failures" with distinct peers: a
+// healthy node drained as PAIR_BW_LOW. Nothing measured is inconclusive
+// (exit 2, not recorded, never drained), and the next peer is tried.
+static void unmeasured_pairs_are_inconclusive_never_pair_bw_low(void **)
+{
+	std::vector<PairAttempt> a = {
+	    unmeasured("p1", "no authenticated peer on port 40001 in time"),
+	    unmeasured("p2", "pair launch exited with status 1 and gave no result")};
+	assert_false(pair_decided(a, 40)); // a third peer is still worth a try
+	PairDecision d = decide_pair(a, 40);
+	assert_int_equal(d.status, CheckStatus::Error);
+	assert_string_equal(d.code.c_str(), "PAIR_INCONCLUSIVE");
+	assert_true(d.inconclusive());
+	assert_int_equal(d.suspects.size(), 0);
+	assert_string_equal(d.detail.c_str(),
+	                    "nccl_pair: not measured; no result with p1 (no authenticated peer "
+	                    "on port 40001 in time), p2 (pair launch exited with status 1 and "
+	                    "gave no result)");
+	// One measured failure and one unmeasured: still one peer's word.
+	a[0] = at("p1", 12.0);
+	d = decide_pair(a, 40);
+	assert_true(d.inconclusive());
+	assert_contains(d.detail, "failed only with p1 (12.0 GB/s)");
+	assert_contains(d.detail, "; no result with p2 (pair launch exited");
+	// Two measured failures still fail, whatever else was unmeasured.
+	a.push_back(at("p3", 11.0));
+	d = decide_pair(a, 40);
+	assert_string_equal(d.code.c_str(), "PAIR_BW_LOW");
+	assert_contains(d.detail, "p1 (12.0 GB/s), p3 (11.0 GB/s); no result with p2");
 }
 
 static void single_failing_peer_is_inconclusive(void **)
@@ -250,7 +292,8 @@ static void rendezvous_gives_the_id_only_to_the_holder_of_the_secret(void **)
 	for (int i = 0; i < 128; i++)
 		id += static_cast<char>('A' + i % 26);
 	Status served = Status::Error("not run");
-	std::thread server([&] { served = pair_serve_id("127.0.0.1", port, secret, id, 30); });
+	std::thread server(
+	    [&] { served = pair_serve_id("127.0.0.1", port, secret, id, 30, "127.0.0.1"); });
 	// A stranger connects first and says nothing: it holds the server for
 	// at most the handshake time, never for good.
 	int silent = raw_connect(port);
@@ -306,14 +349,106 @@ static void a_server_without_the_secret_hands_out_nothing(void **)
 	std::string id(128, 'Z');
 	Status served = Status::Error("not run");
 	port = free_port();
-	std::thread other(
-	    [&] { served = pair_serve_id("127.0.0.1", port, new_pair_secret(), id, 3); });
+	std::thread other([&] {
+		served = pair_serve_id("127.0.0.1", port, new_pair_secret(), id, 3, "localhost");
+	});
 	assert_false(pair_fetch_id("127.0.0.1", port, new_pair_secret(), 2).ok());
 	other.join();
 	assert_false(served.ok());
 	// No secret, no rendezvous.
-	assert_false(pair_serve_id("127.0.0.1", port, "", id, 1).ok());
+	assert_false(pair_serve_id("127.0.0.1", port, "", id, 1, "127.0.0.1").ok());
 	assert_false(pair_fetch_id("127.0.0.1", port, "", 1).ok());
+}
+
+// Four (here eight) idle connections from any user held the one-at-a-time
+// rendezvous for 2 s each: the real peer's own handshake deadline passed
+// before its turn, the pair was unmeasured. Served side by side, the idle
+// ones cost the real peer nothing.
+static void idle_strangers_do_not_starve_the_real_peer(void **)
+{
+	int port = free_port();
+	std::string secret = new_pair_secret(), id(128, 'I');
+	Status served = Status::Error("not run");
+	std::thread server(
+	    [&] { served = pair_serve_id("127.0.0.1", port, secret, id, 20, "127.0.0.1"); });
+	std::vector<int> idle;
+	for (int i = 0; i < 8; i++) {
+		int s = raw_connect(port);
+		assert_true(s >= 0);
+		idle.push_back(s);
+	}
+	usleep(100000); // all of them accepted before the peer comes
+	auto t0 = std::chrono::steady_clock::now();
+	auto real = pair_fetch_id("127.0.0.1", port, secret, 5);
+	double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+	server.join();
+	for (int s : idle)
+		close(s);
+	assert_true(real.ok());
+	assert_true(real.value() == id);
+	assert_true(served.ok());
+	assert_true(took < kPairHandshakeS);
+}
+
+// A raw connection to 127.0.0.1:port from source address src.
+static int connect_from(const char *src, int port)
+{
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = {};
+	a.sin_family = AF_INET;
+	inet_pton(AF_INET, src, &a.sin_addr);
+	if (bind(s, reinterpret_cast<struct sockaddr *>(&a), sizeof a) != 0) {
+		close(s);
+		return -1;
+	}
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	a.sin_port = htons(static_cast<uint16_t>(port));
+	for (int i = 0; i < 100; i++) {
+		if (connect(s, reinterpret_cast<struct sockaddr *>(&a), sizeof a) == 0)
+			return s;
+		usleep(20000);
+	}
+	close(s);
+	return -1;
+}
+
+// Rank 0 accepts the peer node's addresses only: a connection from any
+// other address is closed at once, before a challenge, and even the
+// attempt's secret does not help it.
+static void rendezvous_refuses_an_address_not_the_peers(void **)
+{
+	int port = free_port();
+	std::string secret = new_pair_secret(), id(128, 'R');
+	Status served = Status::Error("not run");
+	std::thread server(
+	    [&] { served = pair_serve_id("127.0.0.1", port, secret, id, 4, "127.0.0.2"); });
+	int stranger = connect_from("127.0.0.1", port);
+	assert_true(stranger >= 0);
+	assert_string_equal(drain(stranger, "").c_str(), ""); // closed, no challenge
+	close(stranger);
+	int peer = connect_from("127.0.0.2", port);
+	assert_true(peer >= 0);
+	char hello[4] = {0};
+	struct pollfd pfd = {peer, POLLIN, 0};
+	assert_true(poll(&pfd, 1, 3000) > 0);
+	assert_int_equal(read(peer, hello, sizeof hello), 4);
+	assert_memory_equal(hello, "ORP1", 4);
+	close(peer);
+	auto wrong_address = pair_fetch_id("127.0.0.1", port, secret, 2);
+	server.join();
+	assert_false(wrong_address.ok());
+	assert_false(served.ok());
+	assert_contains(served.message(), "not the peer 127.0.0.2");
+	// Rank 1 connects from the address its own name resolves to, whatever
+	// the kernel would pick: the check sees the address it expects.
+	port = free_port();
+	std::thread again(
+	    [&] { served = pair_serve_id("127.0.0.1", port, secret, id, 10, "127.0.0.2"); });
+	auto right = pair_fetch_id("127.0.0.1", port, secret, 5, "127.0.0.2");
+	again.join();
+	assert_true(right.ok());
+	assert_true(right.value() == id);
+	assert_true(served.ok());
 }
 
 static void pair_launch_runs_words_without_a_shell_and_passes_the_secret(void **)
@@ -324,7 +459,8 @@ static void pair_launch_runs_words_without_a_shell_and_passes_the_secret(void **
 	put(dir + "/launch.sh",
 	    "#!/bin/sh\nprintf '%s\\n' \"$@\" >" + dir +
 	        "/args\nprintf %s \"$ONRAMP_PAIR_SECRET\" >" + dir +
-	        "/secret\necho '{\"rank\":1,\"measured\":true,\"busbw_gbs\":1}'\n"
+	        "/secret\nprintf '%s %s' \"$ONRAMP_PAIR_PORT\" \"$ONRAMP_PAIR_PEER\" >" + dir +
+	        "/port\necho '{\"rank\":1,\"measured\":true,\"busbw_gbs\":1}'\n"
 	        "echo \"{\\\"rank\\\":0,\\\"measured\\\":true,"
 	        "\\\"busbw_gbs\\\":${#ONRAMP_PAIR_SECRET}}\"\n");
 	chmod((dir + "/launch.sh").c_str(), 0755);
@@ -336,8 +472,14 @@ static void pair_launch_runs_words_without_a_shell_and_passes_the_secret(void **
 	assert_true(obs->busbw_gbs == 64); // a 64-digit secret reached the launch
 	std::string words = slurp(dir + "/args");
 	assert_contains(words, ("--peer=" + hostile + "\nxn1y\n").c_str());
+	// The rendezvous names the host; the port (PairPort=0: a free one for
+	// this attempt) and the peer travel in the environment.
 	assert_contains(words,
-	                ("\npair-rank\n--conf\n" + fx.conf + "\n--rendezvous\nn1:29517\n").c_str());
+	                ("\npair-rank\n--conf\n" + fx.conf + "\n--rendezvous\nn1\n").c_str());
+	std::string port = slurp(dir + "/port");
+	int p = atoi(port.c_str());
+	assert_true(p > 0 && p < 65536);
+	assert_string_equal(port.c_str(), (std::to_string(p) + " " + hostile).c_str());
 	assert_true(access((dir + "/pwned").c_str(), F_OK) != 0);
 	// The secret is on no command line.
 	std::string secret = slurp(dir + "/secret");
@@ -350,18 +492,92 @@ static void pair_launch_runs_words_without_a_shell_and_passes_the_secret(void **
 	assert_contains(e.status().message(), "PairLaunchCommand (");
 }
 
+// Inside the step each rank finds the attempt's port and peer in its
+// environment: the rendezvous names no port, PairPort=0 names none either.
+static void pair_rank_takes_the_port_and_the_peer_from_the_step(void **)
+{
+	AdmitFixture fx("real");
+	unsetenv("SLURM_STEP_NODELIST");
+	unsetenv("SLURM_JOB_NODELIST");
+	setenv(kPairSecretEnv, "00ff", 1);
+	setenv(kPairPortEnv, "41234", 1);
+	setenv(kPairPeerEnv, "n2", 1);
+	auto o = pair_rank_options(fx.config(), "n1", "n1", -1, 0);
+	assert_true(o.ok());
+	assert_int_equal(o->port, 41234);
+	assert_int_equal(o->rank, 0);
+	assert_string_equal(o->peer.c_str(), "n2");
+	// A port on the rendezvous wins (PairPort=N sites, older launchers).
+	o = pair_rank_options(fx.config(), "n1", "n1:29517", -1, 0);
+	assert_int_equal(o->port, 29517);
+	// Junk in the environment is refused, not read as a port.
+	setenv(kPairPortEnv, "41234;x", 1);
+	o = pair_rank_options(fx.config(), "n1", "n1", -1, 0);
+	assert_false(o.ok());
+	assert_contains(o.status().message(), "ONRAMP_PAIR_PORT");
+	// No port anywhere (PairPort=0 is the default) is an error, never port 0.
+	unsetenv(kPairPortEnv);
+	o = pair_rank_options(fx.config(), "n1", "n1", -1, 0);
+	assert_false(o.ok());
+	// Without a named peer rank 0 takes the step's other node.
+	setenv(kPairPortEnv, "41234", 1);
+	unsetenv(kPairPeerEnv);
+	setenv("SLURM_STEP_NODELIST", "n[1-2]", 1);
+	o = pair_rank_options(fx.config(), "n1", "", -1, 0);
+	assert_true(o.ok());
+	assert_string_equal(o->host.c_str(), "n1");
+	assert_string_equal(o->peer.c_str(), "n2");
+	unsetenv("SLURM_STEP_NODELIST");
+	unsetenv(kPairPortEnv);
+	unsetenv(kPairSecretEnv);
+}
+
+// A launch that fails (srun refused, the peer's rank never started) gave
+// no number twice with each of two peers: PAIR_BW_LOW on a healthy node.
+// Each unmeasured attempt is made once more, and the verdict is
+// inconclusive: exit 2, nothing recorded, nothing drained.
+static void a_failing_launch_is_retried_and_inconclusive(void **)
+{
+	std::string dir = unit_tmpdir();
+	put(dir + "/launch.sh", "#!/bin/sh\necho \"$1\" >>" + dir +
+	                            "/calls\necho 'srun: error: Unable to allocate "
+	                            "resources' >&2\nexit 1\n");
+	chmod((dir + "/launch.sh").c_str(), 0755);
+	AdmitFixture fx("real", "PairLaunchCommand=\"" + dir + "/launch.sh %p\"\n");
+	fx.boot("new", "boot-new");
+	auto in = prepare_admission(fx.config(), "new");
+	assert_true(in.ok());
+	auto v = run_pair_admission(*in.value(), {"p1", "p2"}, AdmitOptions());
+	assert_true(v.ok());
+	assert_true(v->inconclusive);
+	assert_string_equal(v->status().c_str(), "INCONCLUSIVE");
+	assert_string_equal(v->code().c_str(), "PAIR_INCONCLUSIVE");
+	assert_contains(v->checks.front().detail,
+	                "not measured; no result with p1 (pair launch exited with status 1");
+	assert_string_equal(slurp(dir + "/calls").c_str(), "p1\np1\np2\np2\n");
+	assert_false(record_verdict(fx.config(), v.value()).ok());
+	assert_int_equal(
+	    run_admit("pair --conf " + fx.conf + " --node new --peers p[1-2] --record").rc, 2);
+	assert_false(read_record(fx.record("new")).ok());
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(bad_peer_then_good_peer_passes_naming_the_suspect),
 	    cmocka_unit_test(two_bad_peers_fail),
 	    cmocka_unit_test(single_failing_peer_is_inconclusive),
+	    cmocka_unit_test(unmeasured_pairs_are_inconclusive_never_pair_bw_low),
 	    cmocka_unit_test(sim_pairs_use_the_slower_profile),
 	    cmocka_unit_test(cli_pair_exit_codes_and_record),
 	    cmocka_unit_test(pair_launch_runs_argv_not_a_shell),
 	    cmocka_unit_test(rendezvous_gives_the_id_only_to_the_holder_of_the_secret),
 	    cmocka_unit_test(a_server_without_the_secret_hands_out_nothing),
 	    cmocka_unit_test(pair_launch_runs_words_without_a_shell_and_passes_the_secret),
+	    cmocka_unit_test(idle_strangers_do_not_starve_the_real_peer),
+	    cmocka_unit_test(rendezvous_refuses_an_address_not_the_peers),
+	    cmocka_unit_test(a_failing_launch_is_retried_and_inconclusive),
+	    cmocka_unit_test(pair_rank_takes_the_port_and_the_peer_from_the_step),
 	};
 	return cmocka_run_group_tests_name("admit_pair", tests, NULL, NULL);
 }

@@ -133,6 +133,51 @@ static void a_node_with_only_cross_leaf_evidence_is_not_cleared_by_a_tie(void **
 	assert_true(d.suspects.empty() || d.suspects[0].confidence < 0.5);
 }
 
+// A probe or an admission attempt that gave no number was read as 0 GB/s:
+// unmeasured pairs across leaf3 (a rendezvous nobody finished, another
+// user's denial) blamed leaf3's healthy uplinks. No number is no evidence.
+static void a_pair_with_no_number_is_no_evidence(void **)
+{
+	FabricView v = clos(4, 6, 2);
+	auto pairs = measure(v, [](const std::string &, const std::string &) { return false; });
+	size_t measured = pairs.size();
+	for (size_t i = 0; i < measured; i++)
+		if ((v.leaf_of(pairs[i].a) == "leaf3") != (v.leaf_of(pairs[i].b) == "leaf3"))
+			for (int k = 0; k < 3; k++)
+				pairs.push_back({pairs[i].a, pairs[i].b, NAN});
+	pairs.push_back({"leaf3-1", "leaf4-1", NAN}); // a pair never measured at all
+	Diagnosis d = localise(pairs, v, opts());
+	assert_true(d.suspects.empty());
+	assert_int_equal(d.slow, 0);
+	assert_int_equal(d.pairs, measured);
+	assert_true(d.unexplained.empty());
+}
+
+// review_pair cleared a node's PAIR_BW_LOW as an uplink's fault when its
+// own slow pairs made up nearly all of the uplink's evidence. A node is
+// cleared only when the other nodes' pairs alone blame the link.
+static void a_node_is_cleared_only_on_other_nodes_evidence(void **)
+{
+	FabricView v = clos(4, 6, 2);
+	std::vector<PairResult> pairs = {{"leaf3-1", "leaf1-1", 60},  {"leaf3-1", "leaf1-2", 60},
+	                                 {"leaf3-1", "leaf2-1", 60},  {"leaf3-1", "leaf4-1", 60},
+	                                 {"leaf3-1", "leaf3-2", 100}, // fast inside its leaf
+	                                 {"leaf3-2", "leaf1-3", 60}}; // one other node's
+	Diagnosis d = localise(pairs, v, opts());
+	assert_true(d.clears("leaf3-1")); // the pooled diagnosis alone would clear it
+	std::string why;
+	assert_false(cleared_independently(pairs, v, opts(), "leaf3-1", &why));
+	assert_contains(why, "uplink leaf3 explains the node's slow pairs, but the other "
+	                     "evidence alone does not blame it");
+	// Other leaf3 nodes slow across too: the uplink is the other nodes'
+	// finding as well, and the node is cleared.
+	for (const char *n : {"leaf3-3", "leaf3-4", "leaf3-5"})
+		for (const char *peer : {"leaf1-4", "leaf2-4"})
+			pairs.push_back({n, peer, 60});
+	assert_true(cleared_independently(pairs, v, opts(), "leaf3-1", &why));
+	assert_contains(why, "uplink leaf3");
+}
+
 static void the_probe_plan_is_far_smaller_than_all_pairs(void **)
 {
 	FabricView v = clos(16, 32, 4);
@@ -256,6 +301,8 @@ int main()
 	    cmocka_unit_test(scattered_slow_pairs_are_inconclusive),
 	    cmocka_unit_test(a_node_is_never_blamed_for_its_leafs_uplinks),
 	    cmocka_unit_test(a_node_with_only_cross_leaf_evidence_is_not_cleared_by_a_tie),
+	    cmocka_unit_test(a_pair_with_no_number_is_no_evidence),
+	    cmocka_unit_test(a_node_is_cleared_only_on_other_nodes_evidence),
 	    cmocka_unit_test(the_probe_plan_is_far_smaller_than_all_pairs),
 	    cmocka_unit_test(a_probe_budget_is_never_exceeded),
 	    cmocka_unit_test(routing_is_deterministic_and_spreads_over_the_spines),
