@@ -163,3 +163,28 @@ setup_file() {
 		test("NVML lists 1 GPUs but the CUDA runtime sees none .*CUDA_VISIBLE_DEVICES=")' "$r"
 	jq -e '[.cases[] | select(.name == "prolog" or .name == "epilog") | .matched] == [true, true]' "$r"
 }
+
+# Run as root, run-checks loads no GPU library from a directory another
+# account can change (LD_LIBRARY_PATH, site-packages), nor imports Python
+# from the current directory.
+@test "run-checks as root skips another account's library directory and the current directory's Python" {
+	[ "$(id -u)" -eq 0 ] || skip "needs root"
+	local planted=$BATS_FILE_TMPDIR/planted cwd=$BATS_FILE_TMPDIR/cwd r=$BATS_FILE_TMPDIR/planted-report.json
+	mkdir -p "$planted" "$cwd/nvidia"
+	chmod 0777 "$planted"
+	cc -shared -fPIC -O1 -o "$planted/libnvidia-ml.so.1" "$ONRAMP_REPO/testsuite/fake-gpu/fake_gpu.c"
+	# A module "nvidia" in the current directory that says it ran.
+	printf 'open("%s/imported", "w").write("yes")\n__path__ = []\n' "$cwd" >"$cwd/nvidia/__init__.py"
+	run bash -c "cd '$cwd' && env -i PATH=/usr/bin:/bin HOME='$BATS_FILE_TMPDIR' SLURM_CONF=/nonexistent/slurm.conf \
+		LD_LIBRARY_PATH='$planted' '$B/run-checks' --out '$r'"
+	echo "$output"
+	[[ $output == *"run-checks: skipping $planted (LD_LIBRARY_PATH): another account can change it"* ]]
+	[ ! -e "$cwd/imported" ]
+	jq -e --arg p "$planted" '[.gpu_libraries.found[] | select(.file? // "" | startswith($p))] | length == 0' "$r"
+	# The same directory made root's alone is used.
+	chmod 0755 "$planted"
+	run bash -c "cd '$cwd' && env -i PATH=/usr/bin:/bin HOME='$BATS_FILE_TMPDIR' SLURM_CONF=/nonexistent/slurm.conf \
+		LD_LIBRARY_PATH='$planted' '$B/run-checks' --out '$r'"
+	jq -e --arg p "$planted" '.gpu_libraries.found.nvml.file == $p + "/libnvidia-ml.so.1" and
+		.gpu_libraries.found.nvml.found_via == "LD_LIBRARY_PATH"' "$r"
+}
