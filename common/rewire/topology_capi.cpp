@@ -32,6 +32,12 @@ extern "C" onramp_topo_t *onramp_topo_build(const char *conf_path, const char *t
 		bool have_previous = (previous & ONRAMP_TOPO_PREVIOUS) != 0;
 		bool previous_window = (previous & ONRAMP_TOPO_PREVIOUS_WINDOW) != 0;
 		bool plan_error = false, conf_missing = path_missing(conf_path);
+		// What a refused build leaves: the table in force, or (at the first
+		// build, e.g. slurmctld restarted on a bad topology.conf) none.
+		const std::string kept =
+		    have_previous ? "; keeping the switch table in force"
+		                  : "; no switch table is in force: slurmctld schedules without "
+		                    "topology until topology.conf is fixed";
 		std::string note;
 		Result<RewireModel> m = Status::Error("");
 		auto c = conf_missing ? Config::parse("", conf_path) : Config::load(conf_path);
@@ -61,14 +67,12 @@ extern "C" onramp_topo_t *onramp_topo_build(const char *conf_path, const char *t
 		bool window = false;
 		if (!m.ok()) {
 			if (!plan_error || have_previous) {
-				copy_out(m.status().message() +
-				             "; keeping the switch table in force",
-				         msg, msglen);
+				copy_out(m.status().message() + kept, msg, msglen);
 				return nullptr;
 			}
 			auto t = topology_load(topo_path);
 			if (!t.ok()) {
-				copy_out(t.status().message(), msg, msglen);
+				copy_out(t.status().message() + kept, msg, msglen);
 				return nullptr;
 			}
 			topo = std::move(t.value());
@@ -97,8 +101,7 @@ extern "C" onramp_topo_t *onramp_topo_build(const char *conf_path, const char *t
 		}
 		auto t = build_switch_table(topo, nodes, cut);
 		if (!t.ok()) {
-			copy_out(t.status().message() + "; keeping the switch table in force", msg,
-			         msglen);
+			copy_out(t.status().message() + kept, msg, msglen);
 			return nullptr;
 		}
 		for (const auto &w : t->warnings)

@@ -848,6 +848,30 @@ static void a_window_survives_any_line_ending_and_its_end_is_logged(void **)
 	unsetenv("ONRAMP_TOPOLOGY_CONF");
 }
 
+// slurmctld started (or restarted) on a topology.conf it cannot parse has
+// no table at all: the log must say so, not that one is kept.
+static void a_bad_topology_at_the_first_build_says_no_table_is_in_force(void **)
+{
+	PlanDir d;
+	std::string msg;
+	assert_true(write_file_atomic(d.topo, "SwitchName=leaf1 Nodes=node[1-\n").ok());
+	for (const char *conf : {"", "RewirePlan=/nonexistent/plan.json\n"}) {
+		assert_true(write_file_atomic(d.conf, conf).ok());
+		onramp_topo_t *t = d.build(0, &msg);
+		if (t) {
+			onramp_topo_free(t);
+			continue; // the bad range may only show at the table's build
+		}
+		assert_contains(msg, "no switch table is in force");
+		assert_true(msg.find("keeping the switch table") == std::string::npos);
+	}
+	assert_true(write_file_atomic(d.topo, "SwitchName=leaf1 Nodes=node1 Bogus=1\n").ok());
+	assert_null(d.build(0, &msg));
+	assert_contains(msg, "no switch table is in force");
+	assert_null(d.build(ONRAMP_TOPO_PREVIOUS, &msg));
+	assert_contains(msg, "keeping the switch table in force");
+}
+
 static void job_submit_starts_with_a_bad_plan_and_keeps_the_last_good_one(void **)
 {
 	PlanDir d;
@@ -1034,6 +1058,7 @@ int main(void)
 	    cmocka_unit_test(updates_of_pending_jobs_are_judged_as_submissions),
 	    cmocka_unit_test(an_unusable_plan_never_drops_the_window_in_force),
 	    cmocka_unit_test(job_submit_starts_with_a_bad_plan_and_keeps_the_last_good_one),
+	    cmocka_unit_test(a_bad_topology_at_the_first_build_says_no_table_is_in_force),
 	    cmocka_unit_test(a_window_survives_any_line_ending_and_its_end_is_logged),
 	    cmocka_unit_test(a_refused_onramp_conf_still_names_its_feature),
 	    cmocka_unit_test(fault_domains_follow_the_tree_without_a_fabric),
