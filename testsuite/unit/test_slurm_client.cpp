@@ -292,17 +292,16 @@ static void test_job_json_carries_state_nodes_hold_and_switches(void **)
 	assert_contains(slurm::to_json(p.job).dump(), "\"finished\":true");
 }
 
-// A user's process named slurmd, with -N NODE in its argv, takes no SIGHUP
-// meant for the node's slurmd.
-static void test_a_look_alike_slurmd_gets_no_signal(void **)
+// A process running bin (a shell) with argv "slurmd -c ... -N node", as
+// slurmd's command line reads, as nobody when as_nobody; returns once its
+// command line shows.
+static pid_t fake_slurmd(const std::string &bin, const char *node, bool as_nobody)
 {
-	if (geteuid() != 0)
-		skip(); // needs another account for the look-alike
 	pid_t pid = fork();
 	if (pid == 0) {
-		if (setgid(65534) != 0 || setuid(65534) != 0)
+		if (as_nobody && (setgid(65534) != 0 || setuid(65534) != 0))
 			_exit(3);
-		execl("/bin/sh", "slurmd", "-c", "sleep 30; :", "-N", "onramp-unit-node", nullptr);
+		execl(bin.c_str(), "slurmd", "-c", "sleep 30; :", "-N", node, nullptr);
 		_exit(4);
 	}
 	assert_true(pid > 0);
@@ -313,6 +312,16 @@ static void test_a_look_alike_slurmd_gets_no_signal(void **)
 			break;
 		usleep(20000);
 	}
+	return pid;
+}
+
+// A user's process named slurmd, with -N NODE in its argv, takes no SIGHUP
+// meant for the node's slurmd.
+static void test_a_look_alike_slurmd_gets_no_signal(void **)
+{
+	if (geteuid() != 0)
+		skip(); // needs another account for the look-alike
+	pid_t pid = fake_slurmd("/bin/sh", "onramp-unit-node", true);
 	onramp::Status st = onramp::reregister_slurmd("onramp-unit-node");
 	usleep(100000);
 	int status = 0;
@@ -333,19 +342,7 @@ static void test_the_nodes_slurmd_gets_the_signal(void **)
 		skip();
 	std::string bin = unit_tmpdir() + "/slurmd-wlm";
 	assert_int_equal(system(("cp /bin/sh " + bin).c_str()), 0);
-	pid_t pid = fork();
-	if (pid == 0) {
-		execl(bin.c_str(), "slurmd", "-c", "sleep 30; :", "-N", "onramp-unit-node2",
-		      nullptr);
-		_exit(4);
-	}
-	std::string cmd = "/proc/" + std::to_string(pid) + "/cmdline";
-	for (int i = 0; i < 100; i++) {
-		auto c = onramp::read_file(cmd, 4096);
-		if (c.ok() && c->compare(0, 7, "slurmd") == 0)
-			break;
-		usleep(20000);
-	}
+	pid_t pid = fake_slurmd(bin, "onramp-unit-node2", false);
 	onramp::Status st = onramp::reregister_slurmd("onramp-unit-node2");
 	int status = 0;
 	pid_t done = 0;
