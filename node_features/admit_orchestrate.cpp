@@ -5,9 +5,11 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <fcntl.h>
 #include <pwd.h>
 #include <sys/file.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
 
@@ -30,14 +32,16 @@ void usage(FILE *f)
 {
 	fprintf(f, "usage: onramp-admit orchestrate [--conf FILE] [--timeout S] [--no-wait] "
 	           "[--json]\n"
+	           "                   [--lock-wait S]\n"
 	           "                   --job-program PATH NODES\n"
 	           "exit status: 0 admitted, 1 a node failed, 2 a node could not be judged\n");
 }
 
 // flock the node's lock file in dir for the rest of the process (the
 // descriptor stays open). A file left by root serves SlurmUser and vice
-// versa: it is opened read-only.
-bool lock_node(const std::string &dir, const std::string &node)
+// versa: it is opened read-only. A lock another run holds is waited for
+// until *deadline (one deadline for every node of the run), then given up.
+bool lock_node(const std::string &dir, const std::string &node, time_t deadline)
 {
 	std::string path = dir + "/admit." + node + ".lock";
 	int fd = open_nofollow(path, O_RDONLY | O_CREAT, 0644);
@@ -45,9 +49,18 @@ bool lock_node(const std::string &dir, const std::string &node)
 		log_error("cannot open %s: %s", path.c_str(), strerror(errno));
 		exit(1);
 	}
-	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-		close(fd);
-		return false;
+	bool told = false;
+	while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		if (time(nullptr) >= deadline) {
+			close(fd);
+			return false;
+		}
+		if (!told)
+			log_info("node %s: waiting up to %llds for the admission that holds %s",
+			         node.c_str(), static_cast<long long>(deadline - time(nullptr)),
+			         path.c_str());
+		told = true;
+		usleep(500 * 1000);
 	}
 	return true;
 }
@@ -75,6 +88,8 @@ int orchestrate_main(int argc, char **argv)
 	OrchestrateOptions o;
 	std::string conf = default_conf_path();
 	bool json = false, no_wait = false, help = false, bad_timeout = false;
+	int lock_wait_s = 0;
+	bool bad_lock_wait = false;
 	cli::Parser opts;
 	opts.value("conf", &conf).value("job-program", &o.job_program);
 	opts.flag("no-wait", &no_wait).flag("json", &json).flag("help", &help);
@@ -85,10 +100,21 @@ int orchestrate_main(int argc, char **argv)
 		bad_timeout = !t.ok();
 		return t.status();
 	});
+	opts.value("lock-wait", [&](const std::string &v) {
+		auto t = parse_int(v, 0, 86400);
+		if (t.ok())
+			lock_wait_s = static_cast<int>(t.value());
+		bad_lock_wait = !t.ok();
+		return t.status();
+	});
 	std::vector<std::string> hostlists;
 	Status parsed = opts.parse(argc, argv, &hostlists);
 	if (bad_timeout) {
 		log_error("admit: --timeout must be a positive number of seconds");
+		return 1;
+	}
+	if (bad_lock_wait) {
+		log_error("admit: --lock-wait must be 0 to 86400 seconds");
 		return 1;
 	}
 	if (int rc = cli::after_parse(parsed, help, usage); rc != cli::kGoOn)
@@ -124,9 +150,49 @@ int orchestrate_main(int argc, char **argv)
 	o.users = reservation_users(c);
 	OrchestrateHooks hooks;
 	std::string lockdir = state + "/locks";
-	hooks.lock = [&lockdir](const std::string &node) { return lock_node(lockdir, node); };
+	const time_t lock_deadline = time(nullptr) + lock_wait_s;
+	hooks.lock = [&lockdir, lock_deadline](const std::string &node) {
+		return lock_node(lockdir, node, lock_deadline);
+	};
+	// --no-wait: the caller gets "submitted" at once; a detached process
+	// (its output appended to StateDir/admit/orchestrate.log) waits,
+	// judges, shrinks the reservations back and confirms the save.
+	bool detached = false;
+	const std::string detach_log = o.output_dir + "/orchestrate.log";
+	hooks.detach = [&detached, &detach_log] {
+		fflush(nullptr);
+		pid_t pid = fork();
+		if (pid < 0) {
+			log_warn("cannot detach the wait (fork failed): the admissions are "
+			         "judged by the next onrampctl admit");
+			return false;
+		}
+		if (pid > 0) {
+			waitpid(pid, nullptr, 0);
+			return false;
+		}
+		if (fork() != 0)
+			_exit(0);
+		setsid();
+		int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		int out = open_nofollow(detach_log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+		if (in >= 0)
+			dup2(in, 0);
+		if (out < 0)
+			out = open("/dev/null", O_WRONLY | O_CLOEXEC);
+		if (out >= 0) {
+			dup2(out, 1);
+			dup2(out, 2);
+		}
+		detached = true;
+		return true;
+	};
 	std::vector<NodeOutcome> out;
 	int rc = orchestrate_admission(c, o, nodes.value(), hooks, &out);
+	if (detached) {
+		fflush(nullptr);
+		_exit(rc);
+	}
 	if (json) {
 		Json a = Json::array();
 		for (const auto &n : out)

@@ -79,9 +79,12 @@ public:
 
 	int run(const std::vector<std::string> &nodes)
 	{
+		// The controller this run acts through, before its first change:
+		// only a restart or a takeover after this can undo what it sets.
+		boot_ = ctld_boot();
 		for (const auto &n : nodes)
 			start(n);
-		if (!o_.wait)
+		if (!o_.wait && (launched_.empty() || !h_.detach || !h_.detach()))
 			return worst_;
 		wait_all();
 		confirm_saved();
@@ -133,6 +136,15 @@ private:
 		if (!reserve_node(c_, resv, node, o_.users)) {
 			outcome(node, "not-submitted");
 			return;
+		}
+		// With the lock held no live run borrowed peers into it: a wider
+		// reservation is a dead run's leftover, peers kept from production.
+		auto r = c_.reservation(resv);
+		if (r.ok() && r.value() && !r.value()->nodes.empty() && r.value()->nodes != node) {
+			log_info(
+			    "node %s: returning %s, left in %s by an earlier run, to production",
+			    node.c_str(), r.value()->nodes.c_str(), resv.c_str());
+			shrink(node);
 		}
 		// A node onramp drained earlier is resumed inside its reservation,
 		// where no production job can start, so the admission job can run.
@@ -365,10 +377,26 @@ private:
 		return true;
 	}
 
+	// When the answering slurmctld started; 0 when it cannot be read.
+	int64_t ctld_boot()
+	{
+		auto conf = c_.ctl_conf();
+		return conf.ok() ? conf->boot_time : 0;
+	}
+
 	// Contract 7: redo what a controller that restarted from older state
-	// lost, until its save holds the last change.
+	// lost, until its save holds the last change. Only a controller that
+	// started since the run began can have lost it: with the same
+	// slurmctld a missing drain or a reservation back is someone's newer
+	// decision (an admin's resume, a campaign admitting the node again),
+	// never undone here. Unknown start times redo, as before.
 	bool redo_lost()
 	{
+		int64_t boot = ctld_boot();
+		if (boot != 0 && boot == boot_)
+			return false;
+		if (boot != 0)
+			boot_ = boot;
 		bool redone = false;
 		for (const auto &[resv, node] : deleted_) {
 			auto r = c_.reservation(resv);
@@ -446,6 +474,7 @@ private:
 	std::map<std::string, std::string> deleted_; // reservation -> node
 	std::map<std::string, std::string> drained_; // node -> reason
 	double changed_ = 0;                         // wall time of the last change
+	int64_t boot_ = 0;                           // slurmctld's start, as last seen
 	std::string ssl_;                            // StateSaveLocation
 	int ordinal_ = 0;
 	int worst_ = 0;

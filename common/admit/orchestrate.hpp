@@ -19,7 +19,12 @@
 //     are free. The peers join the reservation for the pair test only.
 //  5. Launch the admission job (onramp-admission-job on the node, --peers
 //     when any) in the reservation.
-//  6. Wait (unless !wait) until every job ended or timeout_s + 60 s passed.
+//     A reservation left wider than the node by an earlier run that died
+//     (its peers still in it) is shrunk back to the node first.
+//  6. Wait until every job ended or timeout_s + 60 s passed. With !wait the
+//     caller gets "submitted" at once and, when hooks.detach moves the run
+//     into a process of its own, that process waits and judges as below, so
+//     the peers go back to production and the verdict lands on every path.
 //     Judge each: COMPLETED with exit 0 admits (reservation deleted, an
 //     onramp drain resumed); exit 1 fails (drained with the job's
 //     AdminComment, "onramp:ADMIT_FAILED: ..." when it has none;
@@ -33,8 +38,12 @@
 //     reservations (and, after a drain, its nodes) later than the last
 //     change, or save_wait_s passed, the run re-reads them: a reservation
 //     it deleted that is back is deleted again, a drain it set that is gone
-//     is set again (each logged), and the wait starts over. A save that
-//     cannot be confirmed is logged, the exit status unchanged.
+//     is set again (each logged), and the wait starts over. Only when
+//     slurmctld's start time (CtlConf::boot_time) differs from the one
+//     read when the run began: under the same controller such a change is
+//     someone's newer decision (an admin's resume, a campaign admitting
+//     the node again) and is left alone. A save that cannot be confirmed
+//     is logged, the exit status unchanged.
 // Invariants: a reservation this run widened with peers is shrunk back to
 // the node on every path (submit failure, verdict, timeout); a drain reason
 // onramp did not write is never overwritten or cleared (slurm::drain_node,
@@ -85,6 +94,11 @@ struct OrchestrateHooks {
 	// the files' mtimes, StateSaveLocation from slurmctld's configuration.
 	std::function<std::optional<bool>(double since, const std::vector<std::string> &files)>
 	    saved;
+	// With !wait, once the jobs are submitted: move the rest of the run
+	// into a detached process. True in that process (which goes on to wait
+	// and judge), false in the caller (which returns at once). Default:
+	// none, the run returns without judging (peers stay until a later run).
+	std::function<bool()> detach;
 };
 
 // One node's outcome, for --json.

@@ -23,8 +23,16 @@ namespace campaign {
 
 void SpawnAdmission::start(const std::vector<std::string> &nodes)
 {
-	std::vector<std::string> args = {onrampctl_, "admit", "--timeout",
-	                                 std::to_string(timeout_s_), hostlist_compress(nodes)};
+	// A node the campaign admits again (drained earlier, then fixed) may
+	// still be held by its previous admission while that one waits for
+	// slurmctld's save (up to a minute): wait for it rather than skip.
+	std::vector<std::string> args = {onrampctl_,
+	                                 "admit",
+	                                 "--timeout",
+	                                 std::to_string(timeout_s_),
+	                                 "--lock-wait",
+	                                 std::to_string(kAdmitLockWaitS),
+	                                 hostlist_compress(nodes)};
 	// Twice forked: the admission outlives this process and leaves no zombie.
 	pid_t pid = fork();
 	if (pid < 0) {

@@ -64,10 +64,11 @@ public:
 	virtual void start(const std::vector<std::string> &nodes) = 0;
 };
 
-// "onrampctl admit --timeout S NODES" in a session of its own, output
-// appended to log (argv only; see proc.hpp).
+// "onrampctl admit --timeout S --lock-wait W NODES" in a session of its
+// own, output appended to log (argv only; see proc.hpp).
 class SpawnAdmission : public Admission {
 public:
+	static constexpr int kAdmitLockWaitS = 120;
 	SpawnAdmission(std::string onrampctl, int64_t timeout_s, std::string log)
 	    : onrampctl_(std::move(onrampctl)), timeout_s_(timeout_s), log_(std::move(log))
 	{}

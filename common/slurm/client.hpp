@@ -113,6 +113,10 @@ struct CtlConf {
 	uid_t slurm_user_uid = 0;        // SlurmUser
 	std::string slurm_user_name;     // SlurmUser's name as slurmctld resolved it
 	std::string cluster_name;        // ClusterName
+	// When the answering slurmctld last started (seconds since the epoch):
+	// it changes when slurmctld restarts, re-executes (23.11+ reconfigure)
+	// or a backup takes over, the moments its state can go back in time.
+	int64_t boot_time = 0;
 };
 
 // An event trigger (strigger): its id and program line.

@@ -451,9 +451,12 @@ public:
 		    call("slurm_load_ctl_conf", [&] { return slurm_load_ctl_conf(0, &conf); });
 		if (err)
 			return fail(err, "cannot read Slurm's configuration");
-		CtlConf out{str(conf->job_submit_plugins), str(conf->state_save_location),
-		            static_cast<uid_t>(conf->slurm_user_id), str(conf->slurm_user_name),
-		            str(conf->cluster_name)};
+		CtlConf out{str(conf->job_submit_plugins),
+		            str(conf->state_save_location),
+		            static_cast<uid_t>(conf->slurm_user_id),
+		            str(conf->slurm_user_name),
+		            str(conf->cluster_name),
+		            static_cast<int64_t>(conf->boot_time)};
 		free_conf(conf);
 		return out;
 	}

@@ -259,13 +259,16 @@ void a_deletion_the_controller_lost_is_redone_before_the_run_ends(void **)
 	int calls = 0;
 	double last_since = 0;
 	slurm::Reservation saved_copy;
+	f.s.conf_.boot_time = 1000;
 	f.h.saved = [&](double since, const std::vector<std::string> &files) {
 		calls++;
 		last_since = since;
 		assert_int_equal(files.size(), 1);
 		assert_string_equal(files[0].c_str(), "resv_state");
 		if (calls == 1) {
-			// The controller comes back without the deletion.
+			// The controller comes back (a new start time) without the
+			// deletion.
+			f.s.conf_.boot_time = 1100;
 			saved_copy.name = kResv;
 			saved_copy.nodes = "node1";
 			f.s.resvs_[kResv] = saved_copy;
@@ -288,11 +291,13 @@ void a_drain_the_controller_lost_is_set_again(void **)
 {
 	Fixture f;
 	f.job_ends("COMPLETED", 1, "onramp:GPU_HEALTH: XID 79");
+	f.s.conf_.boot_time = 1000;
 	int calls = 0;
 	f.h.saved = [&](double, const std::vector<std::string> &files) {
 		calls++;
 		assert_int_equal(files.size(), 2);
 		if (calls == 1) {
+			f.s.conf_.boot_time = 1100; // restarted from an older save
 			f.s.nodes_["node1"].drain = false;
 			f.s.nodes_["node1"].reason.clear();
 			return std::optional<bool>(false);
@@ -303,6 +308,79 @@ void a_drain_the_controller_lost_is_set_again(void **)
 	assert_true(f.s.nodes_["node1"].drain);
 	assert_string_equal(f.s.nodes_["node1"].reason.c_str(), "onramp:GPU_HEALTH: XID 79");
 	assert_true(calls >= 2);
+}
+
+// The same slurmctld lost nothing: a drain gone or a reservation back while
+// the run waits for the save is a newer decision (a campaign resuming the
+// node to admit it again, an admin), left as it is. Before, the run drained
+// the node again with its old reason and the new admission judged nothing.
+void a_change_by_someone_else_under_the_same_controller_is_left(void **)
+{
+	Fixture f;
+	f.job_ends("COMPLETED", 1, "onramp:GPU_HEALTH: XID 79");
+	f.s.conf_.boot_time = 1000;
+	int calls = 0;
+	f.h.saved = [&](double, const std::vector<std::string> &) {
+		calls++;
+		if (calls == 1) {
+			f.s.nodes_["node1"].drain = false;
+			f.s.nodes_["node1"].reason.clear();
+			slurm::Reservation r;
+			r.name = kResv;
+			r.nodes = "node1";
+			f.s.resvs_[kResv] = r;
+			return std::optional<bool>(false);
+		}
+		return std::optional<bool>(calls >= 3);
+	};
+	assert_int_equal(f.run(), 1);
+	assert_false(f.s.nodes_["node1"].drain);
+	assert_int_equal(f.s.resvs_.count(kResv), 1);
+	assert_int_equal(
+	    std::count(f.s.actions.begin(), f.s.actions.end(), std::string("unreserve ") + kResv),
+	    1);
+}
+
+// --no-wait: the caller returns "submitted"; the detached part of the run
+// waits, judges and shrinks the reservation back. Before, nothing judged
+// the node and its peers stayed in the MAINT reservation for good.
+void no_wait_detaches_a_run_that_judges_and_returns_the_peers(void **)
+{
+	Fixture f;
+	f.o.wait = false;
+	f.job_ends("COMPLETED", 0);
+	f.h.detach = [] { return false; }; // the caller's side of the fork
+	assert_int_equal(f.run(), 0);
+	assert_string_equal(f.out[0].result.c_str(), "submitted"); // the caller's view
+	assert_true(f.did("resv onramp_admission_node1 node1,node2,node3"));
+	assert_false(f.did("resv onramp_admission_node1 node1"));
+	Fixture g;
+	g.o.wait = false;
+	g.job_ends("COMPLETED", 0);
+	g.h.detach = [] { return true; }; // the detached process
+	assert_int_equal(g.run(), 0);
+	assert_true(g.did("resv onramp_admission_node1 node1"));
+	assert_true(g.s.resvs_.empty());
+	assert_string_equal(g.out[0].result.c_str(), "admitted");
+}
+
+// A run that died (kill -9, or --no-wait before it detached) left its peers
+// in the node's reservation: the next run returns them before it starts.
+void peers_left_in_the_reservation_by_a_dead_run_are_returned(void **)
+{
+	Fixture f;
+	slurm::Reservation r;
+	r.name = kResv;
+	r.nodes = "node1,node2,node3";
+	f.s.resvs_[kResv] = r;
+	f.s.nodes_["node2"].features_active = "rack1"; // no peer this time
+	f.s.nodes_["node3"].features_active = "rack1";
+	f.s.nodes_["node4"].features_active = "rack1";
+	f.o.wait = false; // returned before judging: only the start can repair
+	assert_int_equal(f.run(), 0);
+	assert_true(f.did("resv onramp_admission_node1 node1"));
+	assert_string_equal(f.s.resvs_[kResv].nodes.c_str(), "node1");
+	assert_true(f.s.submitted.size() == 1 && f.s.submitted[0].nodes == "node1");
 }
 
 // Nothing to confirm when it cannot be told (StateSaveLocation not
@@ -347,6 +425,9 @@ int main(void)
 	    cmocka_unit_test(every_path_of_a_wave_leaves_no_widened_reservation),
 	    cmocka_unit_test(a_deletion_the_controller_lost_is_redone_before_the_run_ends),
 	    cmocka_unit_test(a_drain_the_controller_lost_is_set_again),
+	    cmocka_unit_test(a_change_by_someone_else_under_the_same_controller_is_left),
+	    cmocka_unit_test(no_wait_detaches_a_run_that_judges_and_returns_the_peers),
+	    cmocka_unit_test(peers_left_in_the_reservation_by_a_dead_run_are_returned),
 	    cmocka_unit_test(an_unconfirmed_save_is_bounded_and_changes_nothing),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
