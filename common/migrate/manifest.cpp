@@ -931,12 +931,34 @@ Result<Manifest> latest(const std::string &dir, std::vector<std::string> *skippe
 Result<Manifest> latest(const std::string &dir, const VerifyLimits &lim,
                         std::vector<std::string> *skipped, unsigned threads)
 {
+	// One deadline for the whole walk, and at most kLatestMaxTried
+	// committed generations verified: N torn generations used to cost N
+	// full budgets (N hours) of a migration's time.
+	const int64_t deadline = lim.timeout_ms > 0 ? now_ms() + lim.timeout_ms : INT64_MAX;
 	auto gens = list_generations(dir);
+	int tried = 0;
 	for (uint64_t g : gens) {
 		struct stat sb;
 		if (lstat(manifest_path(dir, g).c_str(), &sb) != 0)
 			continue; // not committed (yet)
-		auto m = verify(dir, g, lim, threads);
+		if (tried == kLatestMaxTried)
+			return Status::Error(strprintf(
+			    "%s: no verified checkpoint generation among the newest %d committed "
+			    "ones (older generations are not tried)",
+			    dir.c_str(), kLatestMaxTried));
+		VerifyLimits left = lim;
+		if (lim.timeout_ms > 0) {
+			left.timeout_ms = deadline - now_ms();
+			if (left.timeout_ms <= 0)
+				return Status::Error(strprintf(
+				    "%s: no verified checkpoint generation within %lld s "
+				    "(generation "
+				    "%llu and older not tried)",
+				    dir.c_str(), static_cast<long long>(lim.timeout_ms / 1000),
+				    static_cast<unsigned long long>(g)));
+		}
+		tried++;
+		auto m = verify(dir, g, left, threads);
 		if (m.ok())
 			return m;
 		if (skipped)

@@ -131,7 +131,10 @@ Result<Manifest> read_manifest(const std::string &dir, uint64_t generation);
 
 // The newest generation that verifies. Generations that fail are skipped
 // and, when skipped is given, their errors are appended to it. An error
-// when none verifies.
+// when none verifies. With limits, the timeout bounds the whole walk (each
+// generation gets what is left), and at most kLatestMaxTried committed
+// generations are verified.
+constexpr int kLatestMaxTried = 4;
 Result<Manifest> latest(const std::string &dir, std::vector<std::string> *skipped = nullptr,
                         unsigned threads = 0);
 // The same, each generation verified under lim.

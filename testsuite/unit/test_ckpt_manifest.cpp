@@ -198,6 +198,25 @@ static void latest_picks_the_newest_verified(void **)
 	assert_int_equal(ckpt::next_generation(dir), 12);
 }
 
+// The walk is bounded: at most kLatestMaxTried committed generations are
+// verified (before, every torn generation got a full budget of its own).
+static void latest_tries_a_bounded_number_of_generations(void **)
+{
+	std::string dir = unit_tmpdir();
+	for (int g = 1; g <= 2 + ckpt::kLatestMaxTried; g++)
+		make_gen(dir, g, 100 * g);
+	for (int g = 3; g <= 2 + ckpt::kLatestMaxTried; g++)
+		put(dir, g, "a.bin", "torn");
+	std::vector<std::string> skipped;
+	auto m = ckpt::latest(dir, ckpt::VerifyLimits(), &skipped);
+	assert_false(m.ok());
+	assert_contains(m.status().message(), "among the newest 4 committed ones");
+	assert_int_equal(skipped.size(), ckpt::kLatestMaxTried);
+	make_gen(dir, 3 + ckpt::kLatestMaxTried, 700); // a good newer one
+	assert_int_equal(ckpt::latest(dir, ckpt::VerifyLimits())->generation,
+	                 3 + ckpt::kLatestMaxTried);
+}
+
 static void prune_keeps_the_newest_verified(void **)
 {
 	std::string dir = unit_tmpdir();
@@ -533,6 +552,7 @@ int main(void)
 	    cmocka_unit_test(paths_never_escape),
 	    cmocka_unit_test(malformed_manifest_names_the_field),
 	    cmocka_unit_test(latest_picks_the_newest_verified),
+	    cmocka_unit_test(latest_tries_a_bounded_number_of_generations),
 	    cmocka_unit_test(prune_keeps_the_newest_verified),
 	    cmocka_unit_test(special_manifests_are_refused_unread),
 	    cmocka_unit_test(manifest_times_and_empty_lists_are_checked),
