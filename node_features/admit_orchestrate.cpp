@@ -1,6 +1,7 @@
 // "onramp-admit orchestrate": the thin main that "onrampctl admit" runs on
 // the controller. Options and onramp.conf in, common/admit/orchestrate.hpp's
 // driver, text (stderr) or --json (stdout) out. See onramp-admit(8).
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -41,6 +42,9 @@ void usage(FILE *f)
 // descriptor stays open). A file left by root serves SlurmUser and vice
 // versa: it is opened read-only. A lock another run holds is waited for
 // until *deadline (one deadline for every node of the run), then given up.
+// The lock descriptors this process holds (a detached run keeps them).
+std::vector<int> held_locks;
+
 bool lock_node(const std::string &dir, const std::string &node, time_t deadline)
 {
 	std::string path = dir + "/admit." + node + ".lock";
@@ -62,7 +66,23 @@ bool lock_node(const std::string &dir, const std::string &node, time_t deadline)
 		told = true;
 		usleep(500 * 1000);
 	}
+	held_locks.push_back(fd);
 	return true;
+}
+
+// Close every descriptor above 2 but the held locks: the caller's (a
+// terminal's, a test runner's) must not stay open in a detached run.
+void close_all_but_locks()
+{
+	std::vector<int> keep = held_locks;
+	std::sort(keep.begin(), keep.end());
+	unsigned from = 3;
+	for (int fd : keep) {
+		if (static_cast<unsigned>(fd) > from)
+			close_range(from, static_cast<unsigned>(fd) - 1, 0);
+		from = static_cast<unsigned>(fd) + 1;
+	}
+	close_range(from, ~0U, 0);
 }
 
 Json outcome_json(const NodeOutcome &n)
@@ -184,6 +204,7 @@ int orchestrate_main(int argc, char **argv)
 			dup2(out, 1);
 			dup2(out, 2);
 		}
+		close_all_but_locks();
 		detached = true;
 		return true;
 	};

@@ -192,6 +192,25 @@ setup() {
 	restore_nodes "$node"
 }
 
+@test "admit --no-wait returns at once; the run it detaches judges the node and returns its peers" {
+	local node=node4 json
+	wait_for 60 "$node idle" admitted_idle "$node"
+	slow_profile "$node" 5 low-nccl
+	run --separate-stderr "$ONRAMPCTL" admit --no-wait --json "$node"
+	echo "$output $stderr"
+	[ "$status" -eq 0 ]
+	json=$output
+	[ "$(echo "$json" | jq -r '.nodes[0].result')" = submitted ]
+	[ "$(echo "$json" | jq '.nodes[0].peers | length')" -ge 1 ]
+	# The peers are in the node's reservation while its job runs ...
+	[[ $(scontrol -o show reservation "onramp_admission_$node") =~ NodeCnt=([0-9]+) ]]
+	[ "${BASH_REMATCH[1]}" -ge 2 ]
+	# ... and the detached run judges it: drained with its code, reservation gone.
+	wait_for 120 "$node drained NCCL_BW_LOW" drained_with "$node" '^onramp:NCCL_BW_LOW: '
+	grep -q "node $node: admission failed: onramp:NCCL_BW_LOW" "$ONRAMP_CLUSTER_DIR/onramp/admit/orchestrate.log"
+	restore_nodes "$node"
+}
+
 @test "an unprivileged user cannot use the admission path or forge admission" {
 	run as_user sbatch --reservation=onramp_admission_node1 -o /dev/null --wrap true
 	[ "$status" -ne 0 ]
