@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <csignal>
 #include <fcntl.h>
 #include <map>
@@ -23,6 +24,26 @@ namespace onramp {
 namespace migrate {
 
 const char *const kMigrateReasonPrefix = ONRAMP_REASON_PREFIX "MIGRATE:";
+
+std::optional<std::string> steer_features(const std::string &own, const std::string &target,
+                                          bool target_nodes)
+{
+	if (target_nodes || own.empty())
+		return target_nodes ? own : target;
+	if (own.find_first_of("[]*") != std::string::npos)
+		return std::nullopt; // matching OR, counts: no term to add to
+	int depth = 0;
+	bool top_or = false;
+	for (char c : own) {
+		depth += c == '(' ? 1 : c == ')' ? -1 : 0;
+		top_or = top_or || (c == '|' && depth == 0);
+	}
+	if (!top_or)
+		return own + "&" + target; // an AND chain: one more term
+	if (own.find_first_of("()") == std::string::npos)
+		return "(" + own + ")&" + target;
+	return std::nullopt;
+}
 
 namespace {
 
@@ -476,10 +497,11 @@ bool Driver::drive_locked(Migration &m)
 			if (!all.ok())
 				log_warn("%s", all.status().message().c_str());
 			u.exc_nodes = hostlist_compress(exc);
-			u.features = "";
-		} else {
-			u.features = m.target;
 		}
+		// Planning refused what cannot be combined; a journal from before
+		// that check falls back to the target alone, as it then did.
+		u.features = steer_features(m.old_features, m.target, m.target_nodes)
+		                 .value_or(m.target_nodes ? "" : m.target);
 		std::string text = "ExcNodeList=" + *u.exc_nodes + " Features=" + *u.features;
 		// Keep the job's shape: at most as many leaf switches as before.
 		// Without a wait Slurm keeps the job's own switch wait, which is 0
@@ -800,7 +822,25 @@ Result<Plan> Driver::plan(const Request &r, bool *usage)
 		m.base_gen = gens.empty() ? 0 : static_cast<int64_t>(gens.front());
 		m.restarts = j->restarts;
 		m.admin_comment = j->admin_comment;
+		// The job's own constraint: as it was before its first migration
+		// (the later ones carry an earlier target).
 		m.old_features = j->features;
+		auto earlier = j_.list(id);
+		if (!earlier.ok())
+			return earlier.status();
+		int64_t first_ms = INT64_MAX;
+		for (const auto &e : earlier.value())
+			if (e.created_ms < first_ms) {
+				first_ms = e.created_ms;
+				m.old_features = e.old_features;
+			}
+		if (!steer_features(m.old_features, r.to, to_nodes)) {
+			log_error("job %u: its constraint '%s' cannot be combined with the feature "
+			          "'%s'; migrate it with --to NODES",
+			          id, m.old_features.c_str(), r.to.c_str());
+			out.bad = true;
+			continue;
+		}
 		m.leaves = static_cast<int64_t>(lvs.size());
 		SignalTarget tgt;
 		checkpoint_signal_of(j->comment, cfg_, &m.sig, &tgt);

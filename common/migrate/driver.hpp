@@ -18,9 +18,13 @@
 //               when the job already exited, abort when it still runs)
 //   HELD        requeued and held (slurm_requeue JOB_REQUEUE_HOLD; or hold
 //               when it requeued itself)
-//   STEERED     ExcNodeList=source nodes, Features=TARGET (or ExcNodeList=
-//               every node but the target nodes), Switches=leaves it had
-//               @ half the confirm timeout (in minutes, at least 1)
+//   STEERED     ExcNodeList=source nodes, Features=the job's own
+//               constraint AND TARGET (or ExcNodeList=every node but the
+//               target nodes, Features=the job's own constraint),
+//               Switches=leaves it had @ half the confirm timeout (in
+//               minutes, at least 1). The job's own constraint is the one it
+//               had before its first migration (journaled as old_features),
+//               so a rollback restores it and moves do not pile targets up.
 //   RELEASED    released
 //   DONE        running on the target, restart count risen, resumed.json
 //               names the generation; marker removed
@@ -55,6 +59,15 @@
 
 namespace onramp {
 namespace migrate {
+
+// The Features a migration steers a job with: its own constraint own (""
+// for none) AND the target feature (target_nodes: own alone). An AND chain
+// gets one more term; Slurm nests no parentheses, so a top-level '|' is
+// wrapped only when own has none; nullopt for what cannot be combined
+// (brackets, counts, '|' beside parentheses): the caller refuses the move,
+// naming --to NODES.
+std::optional<std::string> steer_features(const std::string &own, const std::string &target,
+                                          bool target_nodes);
 
 using onramp::Clock;     // common/flow.hpp
 using onramp::CrashHook; // common/flow.hpp

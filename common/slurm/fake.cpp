@@ -175,6 +175,28 @@ Status FakeSlurm::hold(uint32_t id)
 	return Status::Ok();
 }
 
+namespace {
+
+// Whether a node's features satisfy a constraint of '&'-joined terms, each
+// a feature or a parenthesised '|' of features (what onramp steers with).
+bool satisfies(const std::string &features, const std::string &constraint)
+{
+	if (constraint.empty())
+		return true;
+	for (std::string term : split(constraint, '&')) {
+		term.erase(std::remove(term.begin(), term.end(), '('), term.end());
+		term.erase(std::remove(term.begin(), term.end(), ')'), term.end());
+		bool any = false;
+		for (const auto &f : split(term, '|'))
+			any = any || has_feature(features, f);
+		if (!any)
+			return false;
+	}
+	return true;
+}
+
+} // namespace
+
 void FakeSlurm::start(FakeJob &j)
 {
 	// The first num_nodes nodes with the features, not excluded, not
@@ -186,8 +208,7 @@ void FakeSlurm::start(FakeJob &j)
 			break;
 		if (exc.count(n.first) || n.second.drain)
 			continue;
-		if (!j.job.features.empty() &&
-		    !has_feature(n.second.features_active, j.job.features))
+		if (!satisfies(n.second.features_active, j.job.features))
 			continue;
 		pick.push_back(n.first);
 	}
