@@ -157,6 +157,23 @@ setup() {
 	[ "$(record_field "$node" boot_id)" = "$(node_boot_id "$node")" ]
 }
 
+@test "a node whose admission record is gone is fenced at its next registration, before any job, then admitted again" {
+	local node=node5 job
+	wait_for 60 "$node idle and admitted" admitted_idle "$node"
+	# As for a node never admitted (a new node, a fresh cluster): slurmd
+	# reports the feature inactive while the node is in production.
+	rm -f "$ONRAMP_CLUSTER_DIR/nodes/$node/onramp/admission.json"
+	wait_for 60 "$node fenced" eval "[[ \$(node_reason $node) == onramp:NOT_ADMITTED:* ]] || resv_exists $node"
+	job=$(as_user sbatch --parsable -w "$node" -o /dev/null --wrap 'echo ran on $SLURMD_NODENAME')
+	wait_for 120 "$node admitted again" admitted_idle "$node"
+	submit_wait "$job" COMPLETED 180
+	# No user job started there unadmitted: never requeued, never caught by
+	# the prolog backstop.
+	[ "$(job_field "$job" Restarts)" -eq 0 ]
+	run grep -q "PROLOG_NOT_ADMITTED.*$node\|$node.*PROLOG_NOT_ADMITTED" "$ONRAMP_CTLD_LOG"
+	[ "$status" -ne 0 ]
+}
+
 @test "a bad peer in the pairwise test does not get a good new node drained" {
 	wait_for 60 "node1 and node2 idle" eval 'admitted_idle node1 && admitted_idle node2'
 	set_profile node1 bad-peer
