@@ -107,6 +107,7 @@ fenced_then_admitted() {
 	local node=$1 code=$2 job
 	wait_for 60 "$node fenced" eval "[[ \$(node_reason $node) == onramp:$code:* ]] || resv_exists $node" || return 1
 	! node_admitted "$node" || return 1
+	# shellcheck disable=SC2016 # expanded by the job's shell
 	job=$(as_user sbatch --parsable -w "$node" -o /dev/null --wrap 'echo ran on $SLURMD_NODENAME') || return 1
 	wait_for 120 "$node admitted again" admitted_idle "$node" || return 1
 	submit_wait "$job" COMPLETED 180 >&2 || return 1
