@@ -25,24 +25,63 @@ namespace migrate {
 
 const char *const kMigrateReasonPrefix = ONRAMP_REASON_PREFIX "MIGRATE:";
 
-std::optional<std::string> steer_features(const std::string &own, const std::string &target,
-                                          bool target_nodes)
+std::string steer_features(const std::string &own, const std::string &target, bool target_nodes,
+                           const std::vector<std::string> &candidates, std::string *dropped)
 {
-	if (target_nodes || own.empty())
-		return target_nodes ? own : target;
-	if (own.find_first_of("[]*") != std::string::npos)
-		return std::nullopt; // matching OR, counts: no term to add to
+	std::string fallback = target_nodes ? "" : target;
+	if (own.empty())
+		return fallback;
+	// Terms of the top-level AND chain; a top-level OR is one term, kept
+	// whole in parentheses (Slurm nests none).
+	std::vector<std::string> terms;
+	bool top_or = false, top_and = false;
 	int depth = 0;
-	bool top_or = false;
+	std::string cur;
 	for (char c : own) {
 		depth += c == '(' ? 1 : c == ')' ? -1 : 0;
 		top_or = top_or || (c == '|' && depth == 0);
+		if (c == '&' && depth == 0) {
+			top_and = true;
+			terms.push_back(cur);
+			cur.clear();
+		} else {
+			cur += c;
+		}
 	}
-	if (!top_or)
-		return own + "&" + target; // an AND chain: one more term
-	if (own.find_first_of("()") == std::string::npos)
-		return "(" + own + ")&" + target;
-	return std::nullopt;
+	terms.push_back(cur);
+	if (own.find_first_of("[]*") != std::string::npos || depth != 0 ||
+	    (top_or && (top_and || own.find_first_of("()") != std::string::npos))) {
+		// Matching OR, counts, mixed levels: nothing to keep a term of.
+		if (dropped)
+			*dropped = own;
+		return fallback;
+	}
+	auto satisfied = [&](const std::string &term) {
+		std::string t;
+		for (char c : term)
+			if (c != '(' && c != ')')
+				t += c;
+		for (const auto &features : candidates)
+			for (const auto &f : slurm::split(t, '|'))
+				if (slurm::has_feature(features, f))
+					return true;
+		return false;
+	};
+	std::vector<std::string> kept;
+	for (const auto &t : terms) {
+		if (t.empty())
+			continue;
+		if (satisfied(t))
+			kept.push_back(top_or ? "(" + t + ")" : t);
+		else if (dropped)
+			*dropped += (dropped->empty() ? "" : "&") + t;
+	}
+	if (!target_nodes)
+		kept.push_back(target);
+	std::string out;
+	for (const auto &t : kept)
+		out += (out.empty() ? "" : "&") + t;
+	return out;
 }
 
 namespace {
@@ -484,25 +523,31 @@ bool Driver::drive_locked(Migration &m)
 	if (m.state == "HELD") {
 		slurm::JobUpdate u;
 		u.exc_nodes = m.src;
-		if (m.target_nodes) {
-			// Exclude every node but the targets.
-			auto all = s_.nodes();
-			std::set<std::string> tgt;
+		auto all = s_.nodes();
+		if (!all.ok())
+			log_warn("%s", all.status().message().c_str());
+		std::set<std::string> tgt;
+		if (m.target_nodes)
 			for (const auto &n : expand(m.target))
 				tgt.insert(n);
-			std::vector<std::string> exc;
-			for (const auto &n : all.ok() ? all.value() : std::vector<slurm::Node>{})
-				if (!tgt.count(n.name))
-					exc.push_back(n.name);
-			if (!all.ok())
-				log_warn("%s", all.status().message().c_str());
-			u.exc_nodes = hostlist_compress(exc);
+		std::vector<std::string> exc, candidates;
+		for (const auto &n : all.ok() ? all.value() : std::vector<slurm::Node>{}) {
+			bool target = m.target_nodes
+			                  ? tgt.count(n.name) > 0
+			                  : slurm::has_feature(n.features_active, m.target);
+			if (target)
+				candidates.push_back(n.features_active);
+			else if (m.target_nodes)
+				exc.push_back(n.name); // exclude every node but the targets
 		}
-		// Planning refused what cannot be combined; a journal from before
-		// that check falls back to the target alone, as it then did.
-		u.features = steer_features(m.old_features, m.target, m.target_nodes)
-		                 .value_or(m.target_nodes ? "" : m.target);
+		if (m.target_nodes)
+			u.exc_nodes = hostlist_compress(exc);
+		std::string dropped;
+		u.features =
+		    steer_features(m.old_features, m.target, m.target_nodes, candidates, &dropped);
 		std::string text = "ExcNodeList=" + *u.exc_nodes + " Features=" + *u.features;
+		if (!dropped.empty())
+			text += " (dropped from the job's constraint: " + dropped + ")";
 		// Keep the job's shape: at most as many leaf switches as before.
 		// Without a wait Slurm keeps the job's own switch wait, which is 0
 		// for a job submitted without --switches, i.e. the count would be
@@ -834,13 +879,6 @@ Result<Plan> Driver::plan(const Request &r, bool *usage)
 				first_ms = e.created_ms;
 				m.old_features = e.old_features;
 			}
-		if (!steer_features(m.old_features, r.to, to_nodes)) {
-			log_error("job %u: its constraint '%s' cannot be combined with the feature "
-			          "'%s'; migrate it with --to NODES",
-			          id, m.old_features.c_str(), r.to.c_str());
-			out.bad = true;
-			continue;
-		}
 		m.leaves = static_cast<int64_t>(lvs.size());
 		SignalTarget tgt;
 		checkpoint_signal_of(j->comment, cfg_, &m.sig, &tgt);

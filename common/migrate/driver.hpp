@@ -19,8 +19,9 @@
 //   HELD        requeued and held (slurm_requeue JOB_REQUEUE_HOLD; or hold
 //               when it requeued itself)
 //   STEERED     ExcNodeList=source nodes, Features=the job's own
-//               constraint AND TARGET (or ExcNodeList=every node but the
-//               target nodes, Features=the job's own constraint),
+//               constraint's terms the target satisfies AND TARGET (or
+//               ExcNodeList=every node but the target nodes, Features=those
+//               terms; see steer_features),
 //               Switches=leaves it had @ half the confirm timeout (in
 //               minutes, at least 1). The job's own constraint is the one it
 //               had before its first migration (journaled as old_features),
@@ -60,14 +61,18 @@
 namespace onramp {
 namespace migrate {
 
-// The Features a migration steers a job with: its own constraint own (""
-// for none) AND the target feature (target_nodes: own alone). An AND chain
-// gets one more term; Slurm nests no parentheses, so a top-level '|' is
-// wrapped only when own has none; nullopt for what cannot be combined
-// (brackets, counts, '|' beside parentheses): the caller refuses the move,
-// naming --to NODES.
-std::optional<std::string> steer_features(const std::string &own, const std::string &target,
-                                          bool target_nodes);
+// The Features a migration steers a job with: the terms of the job's own
+// constraint own ("" for none; its top-level AND chain, or one top-level
+// OR) that some candidate node satisfies (candidates: the feature lists of
+// the target nodes, or of the nodes with the target feature), AND the
+// target feature (target_nodes: the kept terms alone). A term no target
+// node carries (the rack the job was placed on) is the placement the move
+// replaces and is dropped; a hardware term (a GPU type) stays. A
+// constraint Slurm cannot extend (matching OR, counts, OR beside
+// parentheses) is replaced whole, as is a term no candidate satisfies:
+// both are appended to *dropped.
+std::string steer_features(const std::string &own, const std::string &target, bool target_nodes,
+                           const std::vector<std::string> &candidates, std::string *dropped);
 
 using onramp::Clock;     // common/flow.hpp
 using onramp::CrashHook; // common/flow.hpp

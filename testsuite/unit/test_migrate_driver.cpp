@@ -531,16 +531,18 @@ void test_second_migration_refused(void **)
 	assert_true(plan.planned.empty());
 }
 
-// The job's own constraint survives a move (ANDed with the target) and a
-// rollback (restored, not the target): before, a move replaced it with the
-// target and a rollback cleared it, so a "gpu" job could land on any node.
+// The job's own constraint survives a move where the target can satisfy
+// it (ANDed with the target) and a rollback restores it; the rack it was
+// placed on (a term no target node carries) is what the move replaces.
+// Before, a move replaced all of it with the target and a rollback cleared
+// it, so a "gpu" job could land on any node.
 void test_the_jobs_own_constraint_is_kept_and_restored(void **)
 {
 	World w;
 	for (auto &n : w.slurm.nodes_)
 		n.second.features_active += ",gpu";
 	w.slurm.add_node("n5", "rack2", "leaf2"); // a rack2 node without the gpu
-	w.slurm.jobs_.at(kJob).job.features = "gpu";
+	w.slurm.jobs_.at(kJob).job.features = "rack1&gpu";
 	migrate::CrashHook none;
 	w.migrate(none);
 	auto &fj = w.slurm.jobs_.at(kJob);
@@ -558,40 +560,39 @@ void test_the_jobs_own_constraint_is_kept_and_restored(void **)
 	migrate::Plan plan = w.plan(r);
 	assert_false(plan.bad);
 	assert_int_equal(plan.planned.size(), 1);
-	assert_string_equal(plan.planned[0].old_features.c_str(), "gpu");
+	assert_string_equal(plan.planned[0].old_features.c_str(), "rack1&gpu");
 	auto jr = w.journal();
 	migrate::Driver d(*jr, w.slurm, w.cfg, w.clock, none);
 	assert_true(d.drive(plan.planned[0]));
-	assert_string_equal(fj.job.features.c_str(), "gpu");
+	assert_string_equal(fj.job.features.c_str(), "rack1&gpu");
 	assert_string_equal(fj.job.nodes.c_str(), "n1");
 }
 
-// A constraint Slurm cannot nest ("[a|b]") is not combined with a target
-// feature: the move is refused at planning, nothing drained; by nodes it is
-// planned and the constraint is kept as it is.
-void test_a_constraint_that_cannot_be_combined_is_refused(void **)
+// Which terms are kept: those some candidate satisfies; a top-level OR as
+// one term in parentheses; what Slurm cannot extend is replaced whole.
+void test_steer_features_keeps_what_the_target_satisfies(void **)
 {
-	assert_string_equal(migrate::steer_features("a|b", "rack2", false)->c_str(), "(a|b)&rack2");
-	assert_string_equal(migrate::steer_features("(a|b)&c", "rack2", false)->c_str(),
-	                    "(a|b)&c&rack2");
-	assert_string_equal(migrate::steer_features("", "rack2", false)->c_str(), "rack2");
-	assert_string_equal(migrate::steer_features("[a|b]", "n3", true)->c_str(), "[a|b]");
-	assert_false(migrate::steer_features("[a|b]", "rack2", false).has_value());
-	assert_false(migrate::steer_features("(a&b)|c", "rack2", false).has_value());
-	World w;
-	w.slurm.jobs_.at(kJob).job.features = "[rack1|rack2]";
-	migrate::Request r;
-	r.jobs = std::to_string(kJob);
-	r.to = "rack2";
-	migrate::Plan plan = w.plan(r);
-	assert_true(plan.bad);
-	assert_true(plan.planned.empty());
-	for (const auto &n : w.slurm.nodes_)
-		assert_false(n.second.drain);
-	r.to = "n3";
-	plan = w.plan(r);
-	assert_false(plan.bad);
-	assert_int_equal(plan.planned.size(), 1);
+	const std::vector<std::string> rack2 = {"rack2,gpu,a100", "rack2,gpu"};
+	std::string dropped;
+	auto steer = [&](const char *own, const char *target, bool nodes) {
+		dropped.clear();
+		return migrate::steer_features(own, target, nodes, rack2, &dropped);
+	};
+	assert_string_equal(steer("", "rack2", false).c_str(), "rack2");
+	assert_string_equal(steer("", "n3", true).c_str(), "");
+	assert_string_equal(steer("gpu", "rack2", false).c_str(), "gpu&rack2");
+	assert_string_equal(steer("rack1&a100", "rack2", false).c_str(), "a100&rack2");
+	assert_string_equal(dropped.c_str(), "rack1");
+	assert_string_equal(steer("a100|h100", "rack2", false).c_str(), "(a100|h100)&rack2");
+	assert_string_equal(steer("(a100|h100)&gpu", "rack2", false).c_str(),
+	                    "(a100|h100)&gpu&rack2");
+	assert_string_equal(steer("rack1&gpu", "n3", true).c_str(), "gpu");
+	assert_string_equal(steer("[rack1|rack2]", "rack2", false).c_str(), "rack2");
+	assert_string_equal(dropped.c_str(), "[rack1|rack2]");
+	assert_string_equal(steer("[rack1|rack2]", "n3", true).c_str(), "");
+	assert_string_equal(steer("(a&b)|c", "rack2", false).c_str(), "rack2");
+	assert_string_equal(steer("a|b&c", "rack2", false).c_str(), "rack2");
+	assert_string_equal(steer("gpu*2", "rack2", false).c_str(), "rack2");
 }
 
 // "onrampctl migrate --from n1": the pair test running on n1 and n3 is
@@ -655,7 +656,7 @@ int main(void)
 	    cmocka_unit_test(test_second_migration_refused),
 	    cmocka_unit_test(test_from_passes_over_onramps_own_jobs),
 	    cmocka_unit_test(test_the_jobs_own_constraint_is_kept_and_restored),
-	    cmocka_unit_test(test_a_constraint_that_cannot_be_combined_is_refused),
+	    cmocka_unit_test(test_steer_features_keeps_what_the_target_satisfies),
 	    cmocka_unit_test(test_checkpoint_of_another_user_is_refused),
 	    cmocka_unit_test(test_root_verifies_as_the_job_user),
 	};
