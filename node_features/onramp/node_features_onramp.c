@@ -380,31 +380,31 @@ extern void node_features_p_node_state(char **avail_modes, char **current_mode)
 }
 
 /*
- * slurmctld only, at a node's registration (or an update of its active
- * features) under the node write lock: a node that reports the admitted
- * feature inactive while it is in production (not drained, down, in a
- * MAINT reservation or rebooting through Slurm) is drained with an onramp
- * reason before the scheduler can give it a job. That is a node rebooted
- * outside onramp (REBOOT_NOT_ADMITTED: admitted before, back from a boot
- * after its last response) or one never admitted, or whose record no longer
- * admits it (NOT_ADMITTED: a new node, a fresh cluster, a record gone). The
- * "drained" trigger (onrampctl trigger) then admits it inside its
- * reservation and resumes it. Controller-only symbols are looked up at run
- * time (this library is loaded by slurmd too).
+ * slurmctld only, at a node's registration under the node write lock: a
+ * node that was admitted and comes back from a reboot that onramp did not
+ * arrange (no admission reservation, no "scontrol reboot") reporting the
+ * feature inactive is drained with an onramp reason before the scheduler
+ * can give it a job. The "drained" trigger (onrampctl trigger) then admits
+ * it inside its reservation and resumes it. Slurm's own "just rebooted"
+ * test: a boot after the last response. Controller-only symbols are looked
+ * up at run time (this library is loaded by slurmd too).
  */
-static void _fence_unadmitted(int node_inx, const char *new_features, const char *orig_features)
+static void _fence_unplanned_reboot(int node_inx, const char *new_features,
+                                    const char *orig_features)
 {
 	static int (*drain)(char *, char *, uint32_t);
 	static bool (*in_maint)(int);
 	node_record_t *node;
 	char *reason = NULL;
-	bool rebooted;
 
 	if (!running_in_slurmctld() || (node_inx < 0) || (node_inx >= node_record_count))
 		return;
 	node = node_record_table_ptr[node_inx];
-	if (!node || _has(new_features, feature))
-		return; /* admitted */
+	if (!node || !_has(orig_features, feature) || _has(new_features, feature))
+		return;
+	if (!node->last_response || (node->boot_time <= node->last_response) ||
+	    IS_NODE_UNKNOWN(node))
+		return; /* not a registration after a reboot */
 	if (IS_NODE_DRAIN(node) || IS_NODE_DOWN(node) || IS_NODE_MAINT(node) ||
 	    IS_NODE_REBOOT_REQUESTED(node) || IS_NODE_REBOOT_ISSUED(node))
 		return; /* onramp's own reboot, or already out of production */
@@ -413,25 +413,20 @@ static void _fence_unadmitted(int node_inx, const char *new_features, const char
 	if (!in_maint)
 		in_maint = dlsym(RTLD_DEFAULT, "is_node_in_maint_reservation");
 	if (in_maint && in_maint(node_inx))
-		return; /* under admission */
-	/* Slurm's own "just rebooted" test: a boot after the last response. */
-	rebooted = _has(orig_features, feature) && node->last_response &&
-	           (node->boot_time > node->last_response) && !IS_NODE_UNKNOWN(node);
+		return;
 	if (!drain) {
-		error("%s: node %s: not admitted, but drain_nodes is not available here; the "
-		      "prolog backstop must catch it",
+		error("%s: node %s: rebooted outside onramp and not admitted, but drain_nodes "
+		      "is not available here; the prolog backstop must catch it",
 		      plugin_type, node->name);
 		return;
 	}
-	if (rebooted)
-		xstrfmtcat(reason,
-		           "onramp:REBOOT_NOT_ADMITTED: rebooted outside onramp; %s inactive "
-		           "until admitted",
-		           feature);
-	else
-		xstrfmtcat(reason, "onramp:NOT_ADMITTED: %s inactive until admitted", feature);
-	info("%s: node %s: %s; draining it before any job starts there", plugin_type, node->name,
-	     rebooted ? "rebooted outside onramp and not admitted" : "not admitted");
+	xstrfmtcat(reason,
+	           "onramp:REBOOT_NOT_ADMITTED: rebooted outside onramp; %s inactive "
+	           "until admitted",
+	           feature);
+	info("%s: node %s: rebooted outside onramp and not admitted; draining it before any "
+	     "job starts there",
+	     plugin_type, node->name);
 	(void)drain(node->name, reason, slurm_conf.slurm_user_id);
 	xfree(reason);
 }
@@ -442,7 +437,7 @@ extern char *node_features_p_node_xlate(char *new_features, char *orig_features,
 	/* merged = new_features U (orig_features - {our feature}) */
 	char *merged = NULL;
 
-	_fence_unadmitted(node_inx, new_features, orig_features);
+	_fence_unplanned_reboot(node_inx, new_features, orig_features);
 
 	_merge(&merged, new_features, false);
 	_merge(&merged, orig_features, true);

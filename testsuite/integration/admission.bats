@@ -139,21 +139,22 @@ setup() {
 	wait_for 60 "$node idle and admitted" admitted_idle "$node"
 	"$ONRAMP_REPO/testsuite/cluster/crash-node" "$node"
 	# Fenced as it registers: drained with onramp's reason (the drained
-	# trigger then admits it inside its reservation), no job before that.
-	job=$(fenced_then_admitted "$node" REBOOT_NOT_ADMITTED)
+	# trigger then admits it inside its reservation).
+	wait_for 60 "$node fenced" eval "[[ \$(node_reason $node) == onramp:REBOOT_NOT_ADMITTED:* ]] || resv_exists $node"
+	run node_admitted "$node"
+	[ "$status" -ne 0 ]
+	job=$(as_user sbatch --parsable -w "$node" -o /dev/null --wrap 'echo ran on $SLURMD_NODENAME')
+	wait_for 120 "$node admitted again" admitted_idle "$node"
+	submit_wait "$job" COMPLETED 180
+	# No user job ever started there before the new admission: never
+	# requeued, never caught by the prolog backstop.
+	[ "$(job_field "$job" Restarts)" -eq 0 ]
+	run grep -q "PROLOG_NOT_ADMITTED.*$node\|$node.*PROLOG_NOT_ADMITTED" "$ONRAMP_CTLD_LOG"
+	[ "$status" -ne 0 ]
 	admitted=$(date -d "$(record_field "$node" time)" +%s)
 	started=$(date -d "$(job_field "$job" StartTime)" +%s)
 	((started >= admitted))
 	[ "$(record_field "$node" boot_id)" = "$(node_boot_id "$node")" ]
-}
-
-@test "a node whose admission record is gone is fenced at its next registration, before any job, then admitted again" {
-	local node=node5
-	wait_for 60 "$node idle and admitted" admitted_idle "$node"
-	# As for a node never admitted (a new node, a fresh cluster): slurmd
-	# reports the feature inactive while the node is in production.
-	rm -f "$ONRAMP_CLUSTER_DIR/nodes/$node/onramp/admission.json"
-	fenced_then_admitted "$node" NOT_ADMITTED
 }
 
 @test "a bad peer in the pairwise test does not get a good new node drained" {
