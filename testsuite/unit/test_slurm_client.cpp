@@ -4,6 +4,8 @@
 #include "unit.hpp"
 
 #include <csignal>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -292,9 +294,33 @@ static void test_job_json_carries_state_nodes_hold_and_switches(void **)
 	assert_contains(slurm::to_json(p.job).dump(), "\"finished\":true");
 }
 
+// The two tests below put a fake slurmd on the host and ask
+// reregister_slurmd to find one. Test runs side by side (the CI run's
+// version lanes) must not see each other's: a lone root slurmd of another
+// run was signalled as "the only slurmd here", failing both runs' tests.
+// One machine-wide lock for the time a fake lives.
+class FakeSlurmdLock {
+public:
+	FakeSlurmdLock()
+	    : fd_(open("/tmp/onramp-unit-fake-slurmd.lock",
+	               O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600))
+	{
+		if (fd_ >= 0)
+			(void)flock(fd_, LOCK_EX);
+	}
+	~FakeSlurmdLock()
+	{
+		if (fd_ >= 0)
+			close(fd_);
+	}
+
+private:
+	int fd_;
+};
+
 // A process running bin (a shell) with argv "slurmd -c ... -N node", as
 // slurmd's command line reads, as nobody when as_nobody; returns once its
-// command line shows.
+// command line shows (up to 10 s on a loaded machine).
 static pid_t fake_slurmd(const std::string &bin, const char *node, bool as_nobody)
 {
 	pid_t pid = fork();
@@ -306,7 +332,7 @@ static pid_t fake_slurmd(const std::string &bin, const char *node, bool as_nobod
 	}
 	assert_true(pid > 0);
 	std::string cmd = "/proc/" + std::to_string(pid) + "/cmdline";
-	for (int i = 0; i < 100; i++) {
+	for (int i = 0; i < 500; i++) {
 		auto c = onramp::read_file(cmd, 4096);
 		if (c.ok() && c->compare(0, 7, "slurmd") == 0)
 			break;
@@ -321,6 +347,7 @@ static void test_a_look_alike_slurmd_gets_no_signal(void **)
 {
 	if (geteuid() != 0)
 		skip(); // needs another account for the look-alike
+	FakeSlurmdLock one_at_a_time;
 	pid_t pid = fake_slurmd("/bin/sh", "onramp-unit-node", true);
 	onramp::Status st = onramp::reregister_slurmd("onramp-unit-node");
 	usleep(100000);
@@ -340,6 +367,7 @@ static void test_the_nodes_slurmd_gets_the_signal(void **)
 {
 	if (geteuid() != 0)
 		skip();
+	FakeSlurmdLock one_at_a_time;
 	std::string bin = unit_tmpdir() + "/slurmd-wlm";
 	assert_int_equal(system(("cp /bin/sh " + bin).c_str()), 0);
 	pid_t pid = fake_slurmd(bin, "onramp-unit-node2", false);
