@@ -10,6 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "atomic_file.hpp"
+
 extern char **environ;
 
 namespace onramp {
@@ -53,6 +55,37 @@ void trim_newlines(std::string *s)
 }
 
 } // namespace
+
+bool detach_process(const std::string &log, bool *failed)
+{
+	if (failed)
+		*failed = false;
+	fflush(nullptr);
+	pid_t pid = fork();
+	if (pid < 0) {
+		if (failed)
+			*failed = true;
+		return false;
+	}
+	if (pid > 0) {
+		waitpid(pid, nullptr, 0);
+		return false;
+	}
+	if (fork() != 0)
+		_exit(0);
+	setsid();
+	int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	int out = open_nofollow(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+	if (out < 0)
+		out = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	if (in >= 0)
+		dup2(in, 0);
+	if (out >= 0) {
+		dup2(out, 1);
+		dup2(out, 2);
+	}
+	return true;
+}
 
 std::string argv_str(const std::vector<std::string> &argv)
 {

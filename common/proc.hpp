@@ -42,6 +42,14 @@ struct ProcResult {
 // reaches every process it started.
 ProcResult run_argv(const std::vector<std::string> &argv, const ProcOptions &opt = {});
 
+// Twice forked into a session of its own, stdin /dev/null, stdout and
+// stderr appended to log (opened without following a symlink; /dev/null
+// when it cannot be), so the rest outlives the caller and leaves no
+// zombie. Returns true in that detached process, false in the caller
+// (after reaping the intermediate child, or when fork failed: *failed).
+// Descriptors above 2 are the caller's to close in the detached process.
+bool detach_process(const std::string &log, bool *failed = nullptr);
+
 // argv joined by blanks, for log lines only (never run).
 std::string argv_str(const std::vector<std::string> &argv);
 

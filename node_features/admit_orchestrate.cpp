@@ -10,7 +10,6 @@
 #include <fcntl.h>
 #include <pwd.h>
 #include <sys/file.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
 
@@ -22,6 +21,7 @@
 #include "json.hpp"
 #include "log.hpp"
 #include "number.hpp"
+#include "proc.hpp"
 #include "slurm/client.hpp"
 
 namespace onramp {
@@ -38,13 +38,13 @@ void usage(FILE *f)
 	           "exit status: 0 admitted, 1 a node failed, 2 a node could not be judged\n");
 }
 
-// flock the node's lock file in dir for the rest of the process (the
-// descriptor stays open). A file left by root serves SlurmUser and vice
-// versa: it is opened read-only. A lock another run holds is waited for
-// until *deadline (one deadline for every node of the run), then given up.
 // The lock descriptors this process holds (a detached run keeps them).
 std::vector<int> held_locks;
 
+// flock the node's lock file in dir for the rest of the process (the
+// descriptor stays open). A file left by root serves SlurmUser and vice
+// versa: it is opened read-only. A lock another run holds is waited for
+// until deadline (one deadline for every node of the run), then given up.
 bool lock_node(const std::string &dir, const std::string &node, time_t deadline)
 {
 	std::string path = dir + "/admit." + node + ".lock";
@@ -180,29 +180,12 @@ int orchestrate_main(int argc, char **argv)
 	bool detached = false;
 	const std::string detach_log = o.output_dir + "/orchestrate.log";
 	hooks.detach = [&detached, &detach_log] {
-		fflush(nullptr);
-		pid_t pid = fork();
-		if (pid < 0) {
-			log_warn("cannot detach the wait (fork failed): the admissions are "
-			         "judged by the next onrampctl admit");
+		bool failed = false;
+		if (!detach_process(detach_log, &failed)) {
+			if (failed)
+				log_warn("cannot detach the wait (fork failed): the admissions are "
+				         "judged by the next onrampctl admit");
 			return false;
-		}
-		if (pid > 0) {
-			waitpid(pid, nullptr, 0);
-			return false;
-		}
-		if (fork() != 0)
-			_exit(0);
-		setsid();
-		int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
-		int out = open_nofollow(detach_log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-		if (in >= 0)
-			dup2(in, 0);
-		if (out < 0)
-			out = open("/dev/null", O_WRONLY | O_CLOEXEC);
-		if (out >= 0) {
-			dup2(out, 1);
-			dup2(out, 2);
 		}
 		close_all_but_locks();
 		detached = true;

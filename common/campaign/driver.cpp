@@ -17,6 +17,7 @@
 #include "json.hpp"
 #include "log.hpp"
 #include "number.hpp"
+#include "proc.hpp"
 
 namespace onramp {
 namespace campaign {
@@ -33,36 +34,24 @@ void SpawnAdmission::start(const std::vector<std::string> &nodes)
 	                                 "--lock-wait",
 	                                 std::to_string(kAdmitLockWaitS),
 	                                 hostlist_compress(nodes)};
-	// Twice forked: the admission outlives this process and leaves no zombie.
-	pid_t pid = fork();
-	if (pid < 0) {
-		log_error("cannot start the admission of %s: fork failed", args.back().c_str());
+	// Detached: the admission outlives this process and leaves no zombie.
+	bool failed = false;
+	if (!detach_process(log_, &failed)) {
+		if (failed)
+			log_error("cannot start the admission of %s: fork failed",
+			          args.back().c_str());
 		return;
 	}
-	if (pid == 0) {
-		if (fork() != 0)
-			_exit(0);
-		setsid();
-		int in = open("/dev/null", O_RDONLY);
-		int out = open_nofollow(log_, O_WRONLY | O_CREAT | O_APPEND, 0644);
-		if (in >= 0)
-			dup2(in, 0);
-		if (out >= 0) {
-			dup2(out, 1);
-			dup2(out, 2);
-		}
-		// Nothing else goes along: a descriptor the campaign inherited
-		// without close-on-exec (onrampctl expand's lock) would stay
-		// held as long as the admission runs.
-		close_range(3, ~0U, 0);
-		std::vector<char *> argv;
-		for (auto &a : args)
-			argv.push_back(&a[0]);
-		argv.push_back(nullptr);
-		execv(argv[0], argv.data());
-		_exit(127);
-	}
-	waitpid(pid, nullptr, 0);
+	// Nothing else goes along: a descriptor the campaign inherited without
+	// close-on-exec (onrampctl expand's lock) would stay held as long as
+	// the admission runs.
+	close_range(3, ~0U, 0);
+	std::vector<char *> argv;
+	for (auto &a : args)
+		argv.push_back(&a[0]);
+	argv.push_back(nullptr);
+	execv(argv[0], argv.data());
+	_exit(127);
 }
 
 Settings settings_from(const Config &cfg, slurm::SlurmClient &slurm)
