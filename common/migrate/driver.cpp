@@ -57,14 +57,9 @@ std::string steer_features(const std::string &own, const std::string &target, bo
 		return fallback;
 	}
 	auto satisfied = [&](const std::string &term) {
-		std::string t;
-		for (char c : term)
-			if (c != '(' && c != ')')
-				t += c;
 		for (const auto &features : candidates)
-			for (const auto &f : slurm::split(t, '|'))
-				if (slurm::has_feature(features, f))
-					return true;
+			if (slurm::satisfies_term(features, term))
+				return true;
 		return false;
 	};
 	std::vector<std::string> kept;

@@ -190,6 +190,18 @@ std::vector<std::string> split(const std::string &text, char sep)
 	return out;
 }
 
+bool satisfies_term(const std::string &list, const std::string &term)
+{
+	std::string t;
+	for (char c : term)
+		if (c != '(' && c != ')')
+			t += c;
+	for (const auto &f : split(t, '|'))
+		if (has_feature(list, f))
+			return true;
+	return false;
+}
+
 Result<std::vector<Switch>> parse_switch_lines(const std::string &text)
 {
 	std::vector<Switch> out;

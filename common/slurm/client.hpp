@@ -315,6 +315,11 @@ inline bool has_feature(const std::string &list, const std::string &f)
 // "a", "", "b"; "": one empty item). join()'s inverse.
 std::vector<std::string> split(const std::string &text, char sep);
 
+// Whether a comma-separated feature list satisfies one term of a
+// constraint's AND chain: a feature, or a '|' of features in parentheses
+// or not ("(a100|h100)").
+bool satisfies_term(const std::string &list, const std::string &term);
+
 // v joined with commas (a node or feature list).
 inline std::string join(const std::vector<std::string> &v)
 {

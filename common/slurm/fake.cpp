@@ -1,7 +1,5 @@
 #include "slurm/fake.hpp"
 
-#include <algorithm>
-
 #include "hostlist.hpp"
 #include "log.hpp"
 
@@ -183,15 +181,9 @@ bool satisfies(const std::string &features, const std::string &constraint)
 {
 	if (constraint.empty())
 		return true;
-	for (std::string term : split(constraint, '&')) {
-		term.erase(std::remove(term.begin(), term.end(), '('), term.end());
-		term.erase(std::remove(term.begin(), term.end(), ')'), term.end());
-		bool any = false;
-		for (const auto &f : split(term, '|'))
-			any = any || has_feature(features, f);
-		if (!any)
+	for (const auto &term : split(constraint, '&'))
+		if (!satisfies_term(features, term))
 			return false;
-	}
 	return true;
 }
 
