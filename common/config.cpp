@@ -17,6 +17,14 @@ const std::vector<KeySpec> &config_schema()
 	static const std::vector<KeySpec> schema = {
 	    {"AdmittedFeature", KeyType::Feature, "onramp_ok", nullptr, 0, 0,
 	     "node feature reported active while the node's admission is valid"},
+	    {"UnadmittedFeature", KeyType::Feature, "onramp_unadmitted", nullptr, 0, 0,
+	     "node feature slurmd reports active while the node was never proven for its "
+	     "current boot (no admission record, a record of another boot or node, a failed or "
+	     "revoked one); never while onramp cannot judge or after a baseline edit"},
+	    {"FenceUnadmitted", KeyType::Bool, "yes", nullptr, 0, 0,
+	     "slurmctld drains a node that registers in production with UnadmittedFeature "
+	     "active (onramp:NOT_ADMITTED) before any job is given to it; no: the prolog alone "
+	     "catches it, per job (while onramp is installed on a running fleet)"},
 	    {"GpuBackend", KeyType::Enum, "real", "real|sim", 0, 0,
 	     "hardware backend: real (CUDA/NCCL/NVML/verbs/hwloc) or sim (test double)"},
 	    {"SimProfileDir", KeyType::Path, nullptr, nullptr, 0, 0,
@@ -436,6 +444,14 @@ Result<Config> Config::parse(const std::string &text, const std::string &origin)
 				             "': " + vs.message());
 			cfg.values_[spec->name] = Entry{value, lineno};
 		}
+	}
+	if (cfg.str("UnadmittedFeature") == cfg.str("AdmittedFeature")) {
+		auto it = cfg.values_.find("UnadmittedFeature");
+		if (it == cfg.values_.end())
+			it = cfg.values_.find("AdmittedFeature");
+		return Status::Error(strprintf(
+		    "%s:%d: key 'UnadmittedFeature': must differ from AdmittedFeature (both %s)",
+		    origin.c_str(), it->second.line, cfg.str("AdmittedFeature").c_str()));
 	}
 	return cfg;
 }

@@ -215,8 +215,10 @@ int onramp_job_decide(onramp_ctx_t *ctx, const onramp_job_t *job, int is_modify,
  * Is node admitted for its current boot and baseline? Reads the node's
  * admission record (NodeStateDir), its boot identity (BootIdFile) and the
  * SKU baseline digest (file I/O, no network, no Slurm calls).
- * Returns 1 admitted, 0 not admitted, -1 could not judge; why says which
- * and why ("no admission record", "boot changed", "FAIL NCCL_BW_LOW: ...").
+ * Returns 1 admitted, 0 not admitted (never proven for this boot: "no
+ * admission record", "boot changed since admission", "admission FAIL
+ * NCCL_BW_LOW: ..."), 2 not admitted because the baseline was edited since
+ * the node's admission, -1 could not judge; why says which and why.
  */
 int onramp_admission_check(onramp_ctx_t *ctx, const char *node, char *why, size_t whylen);
 

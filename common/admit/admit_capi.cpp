@@ -22,6 +22,8 @@ extern "C" int onramp_admission_check(onramp_ctx_t *ctx, const char *node, char 
 			return 1;
 		case onramp::admit::Judgement::NotAdmitted:
 			return 0;
+		case onramp::admit::Judgement::BaselineChanged:
+			return 2;
 		case onramp::admit::Judgement::Unknown:
 			return -1;
 		}

@@ -230,6 +230,13 @@ int jobcheck_main(JobCheckMode mode, int argc, char **argv)
 	std::string reason = reason_string(jc.code, jc.detail);
 	append_log(cfg.value(), node, std::string(prog) + " job " + job + " " + reason);
 	log_error("node %s job %s: %s", node.c_str(), job.c_str(), reason.c_str());
+	// Drained first: a node that reports the admitted feature inactive while
+	// in production is fenced by node_features/onramp as NOT_ADMITTED, and
+	// the finding's own reason must be the one it keeps.
+	bool kept = false;
+	Status drained = drain_node(node, reason, &kept);
+	if (!drained.ok())
+		log_error("%s", drained.message().c_str());
 	if (!prolog) {
 		Status st = revoke_record(cfg.value(), node, jc.code, jc.detail);
 		if (!st.ok())
@@ -245,14 +252,10 @@ int jobcheck_main(JobCheckMode mode, int argc, char **argv)
 		if (!st.ok())
 			log_error("node %s: %s", node.c_str(), st.message().c_str());
 	}
-	bool kept = false;
-	Status st = drain_node(node, reason, &kept);
-	if (!st.ok())
-		log_error("%s", st.message().c_str());
 	// A failing prolog makes Slurm requeue the job and drain the node (our
 	// reason, set first, is kept); the epilog has drained it itself, or
 	// fails so that slurmd drains it when slurmctld could not be told.
-	return prolog || !st.ok() ? 1 : 0;
+	return prolog || !drained.ok() ? 1 : 0;
 }
 
 } // namespace admit

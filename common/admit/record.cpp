@@ -267,6 +267,10 @@ Judgement judge(const Config &cfg, const std::string &node, std::string *why)
 		return say(Judgement::Unknown, boot.status().message());
 	if (boot.value() != rec->boot_id)
 		return say(Judgement::NotAdmitted, "boot changed since admission");
+	// A failed or revoked record is final whatever the baseline says.
+	if (rec->status != kRecordPass)
+		return say(Judgement::NotAdmitted,
+		           "admission " + rec->status + " " + rec->code + ": " + rec->detail);
 	auto bpath = baseline_path(cfg);
 	if (!bpath.ok())
 		return say(Judgement::Unknown, bpath.status().message());
@@ -274,10 +278,7 @@ Judgement judge(const Config &cfg, const std::string &node, std::string *why)
 	if (!digest.ok())
 		return say(Judgement::Unknown, "baseline: " + digest.status().message());
 	if (digest.value() != rec->baseline_digest)
-		return say(Judgement::NotAdmitted, "baseline changed since admission");
-	if (rec->status != kRecordPass)
-		return say(Judgement::NotAdmitted,
-		           "admission " + rec->status + " " + rec->code + ": " + rec->detail);
+		return say(Judgement::BaselineChanged, "baseline changed since admission");
 	return say(Judgement::Admitted, "admitted");
 }
 

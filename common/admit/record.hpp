@@ -62,12 +62,15 @@ Result<Record> read_record(const std::string &path, bool *missing = nullptr);
 Status revoke_record(const Config &cfg, const std::string &node, const std::string &code,
                      const std::string &detail, const std::string &status = kRecordRevoked);
 
-enum class Judgement { Admitted, NotAdmitted, Unknown };
+enum class Judgement { Admitted, NotAdmitted, BaselineChanged, Unknown };
 // Is node admitted for its current boot and baseline? why says why
-// ("no admission record", "boot changed since admission", "baseline
-// changed since admission", "admission FAIL NCCL_BW_LOW: ...").
-// Unknown (could not judge) when the boot id, baseline or record cannot be
-// read; callers treat it as not admitted.
+// ("no admission record", "boot changed since admission", "admission FAIL
+// NCCL_BW_LOW: ...": NotAdmitted, a node never proven for this boot;
+// "baseline changed since admission": BaselineChanged, admitted under a
+// baseline an admin has since edited). Unknown (could not judge) when the
+// boot id, baseline or record cannot be read. Callers treat every answer
+// but Admitted as not admitted; node_features/onramp fences NotAdmitted
+// nodes only (a baseline edit must not drain a fleet at once).
 Judgement judge(const Config &cfg, const std::string &node, std::string *why);
 
 // "onramp:<CODE>: <detail>" for Slurm's node reason: control characters

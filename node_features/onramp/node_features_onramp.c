@@ -61,26 +61,31 @@ const char plugin_type[] = "node_features/onramp";
 const uint32_t plugin_version = SLURM_VERSION_NUMBER;
 
 #define DEFAULT_FEATURE "onramp_ok"
+#define DEFAULT_UNADMITTED "onramp_unadmitted"
 
 /* How often slurmd's watcher judges its node again (seconds). */
 #define WATCH_INTERVAL 5
 /* Signal slurmd again when it has not asked node_state() this long after. */
 #define WATCH_RESIGNAL 60
 
-/* ctx and feature: written by init/reconfig, read by node_state and the
- * watcher; ctx_lock serialises them (never held around a Slurm call). */
+/* ctx, the two features and fence_on: written by init/reconfig, read by
+ * node_state, node_xlate and the watcher; ctx_lock serialises them (never
+ * held around a Slurm call). unadmitted: the feature slurmd reports active
+ * while the node was never proven for its boot; fence_on: FenceUnadmitted. */
 static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
 static onramp_ctx_t *ctx = NULL;
 static char feature[128] = DEFAULT_FEATURE;
+static char unadmitted[128] = DEFAULT_UNADMITTED;
+static bool fence_on = true;
 
 /* The watcher (slurmd only). reported: what node_state() last told slurmd
- * (1 admitted, 0 not, -1 never asked); signalled: when the watcher last
+ * (_judge's answer; -2 never asked); signalled: when the watcher last
  * sent SIGHUP for a change node_state() has not reported yet (0: none). */
 static pthread_mutex_t watch_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t watch_cond = PTHREAD_COND_INITIALIZER;
 static pthread_t watcher, slurmd_main;
 static bool watcher_started = false, watch_stop = false;
-static int reported = -1;
+static int reported = -2;
 static time_t signalled = 0;
 
 /*
@@ -91,9 +96,17 @@ static time_t signalled = 0;
  * slurmctld strips the right feature (fail closed: slurmd reports it
  * inactive); only when even that fails is the default assumed.
  */
+static void _peek(const char *path, const char *key, char *buf, size_t len, const char *def)
+{
+	if (onramp_conf_peek(path, key, buf, len) < 0) {
+		strlcpy(buf, def, len);
+		error("%s: %s: cannot tell %s; assuming %s", plugin_type, path, key, buf);
+	}
+}
+
 static void _load(void)
 {
-	char *path;
+	char *path, fence[8] = "yes";
 
 	if (ctx)
 		(void)onramp_ctx_reload(ctx);
@@ -101,15 +114,19 @@ static void _load(void)
 		ctx = onramp_shim_ctx_create(plugin_type, ONRAMP_SCOPE_CONFIG);
 	if (ctx) {
 		(void)onramp_ctx_get(ctx, "AdmittedFeature", feature, sizeof(feature));
+		(void)onramp_ctx_get(ctx, "UnadmittedFeature", unadmitted, sizeof(unadmitted));
+		(void)onramp_ctx_get(ctx, "FenceUnadmitted", fence, sizeof(fence));
+		fence_on =
+		    !strcasecmp(fence, "yes") || !strcasecmp(fence, "true") || !strcmp(fence, "1");
 		return;
 	}
+	/* Fail closed: the names slurmctld strips, and the fence on. */
 	path = get_extra_conf_path("onramp.conf");
-	if (onramp_conf_peek(path, "AdmittedFeature", feature, sizeof(feature)) < 0) {
-		strlcpy(feature, DEFAULT_FEATURE, sizeof(feature));
-		error("%s: %s: cannot tell AdmittedFeature; assuming %s", plugin_type, path,
-		      feature);
-	}
-	error("%s: onramp.conf not loaded: every node reports %s inactive", plugin_type, feature);
+	_peek(path, "AdmittedFeature", feature, sizeof(feature), DEFAULT_FEATURE);
+	_peek(path, "UnadmittedFeature", unadmitted, sizeof(unadmitted), DEFAULT_UNADMITTED);
+	fence_on = true;
+	error("%s: onramp.conf not loaded: every node reports %s inactive, unjudged", plugin_type,
+	      feature);
 	xfree(path);
 }
 
@@ -128,7 +145,7 @@ static const char *_slurmd_node_name(void)
 
 static bool _is_ours(const char *tok)
 {
-	return !xstrcmp(tok, feature);
+	return !xstrcmp(tok, feature) || !xstrcmp(tok, unadmitted);
 }
 
 /* Is tok one of the comma-separated items of list (list may be NULL)? */
@@ -168,7 +185,9 @@ static void _merge(char **list, const char *src, bool skip_ours)
 	xfree(copy);
 }
 
-/* Is node admitted now (1), not (0)? Under ctx_lock; no Slurm call. */
+/* Is node admitted now? onramp_admission_check's answer: 1 admitted, 0 never
+ * proven for this boot, 2 admitted under an edited baseline, -1 could not
+ * judge (onramp.conf not loaded too). Under ctx_lock; no Slurm call. */
 static int _judge(const char *node, char *why, size_t whylen)
 {
 	int rc;
@@ -176,9 +195,9 @@ static int _judge(const char *node, char *why, size_t whylen)
 	slurm_mutex_lock(&ctx_lock);
 	if (!ctx) {
 		snprintf(why, whylen, "onramp.conf not loaded");
-		rc = 0;
+		rc = -1;
 	} else {
-		rc = (onramp_admission_check(ctx, node, why, whylen) == 1);
+		rc = onramp_admission_check(ctx, node, why, whylen);
 	}
 	slurm_mutex_unlock(&ctx_lock);
 	return rc;
@@ -213,24 +232,28 @@ static void *_watch(void *arg)
 	const char *node = _slurmd_node_name();
 	char why[512];
 	struct timespec ts;
-	int now_admitted;
+	int now;
 
 	slurm_mutex_lock(&watch_lock);
 	while (!watch_stop) {
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_sec += WATCH_INTERVAL;
 		(void)pthread_cond_timedwait(&watch_cond, &watch_lock, &ts);
-		if (watch_stop || !node || (reported < 0))
+		if (watch_stop || !node || (reported == -2))
 			continue;
 		slurm_mutex_unlock(&watch_lock);
-		now_admitted = _judge(node, why, sizeof(why));
+		now = _judge(node, why, sizeof(why));
 		slurm_mutex_lock(&watch_lock);
-		if (watch_stop || (reported < 0) || (now_admitted == reported) ||
+		if (watch_stop || (reported == -2) || (now == reported) ||
 		    (signalled && (time(NULL) - signalled < WATCH_RESIGNAL)))
 			continue;
 		info("%s: node %s: %s since slurmd last asked (%s); asking slurmd to report "
 		     "it again",
-		     plugin_type, node, now_admitted ? "admitted" : "no longer admitted", why);
+		     plugin_type, node,
+		     (now == 1)        ? "admitted"
+		     : (reported == 1) ? "no longer admitted"
+		                       : "judged anew",
+		     why);
 		signalled = time(NULL);
 		_hup_slurmd(node);
 	}
@@ -352,12 +375,17 @@ extern bool node_features_p_job_features_need_reboot(char *features)
 extern void node_features_p_node_state(char **avail_modes, char **current_mode)
 {
 	const char *node = _slurmd_node_name();
-	char why[512] = "";
+	char why[512] = "", name[128], unproven[128];
 	int admitted;
 
 	if (!avail_modes || !current_mode)
 		return;
-	_add(avail_modes, feature);
+	slurm_mutex_lock(&ctx_lock);
+	strlcpy(name, feature, sizeof(name));
+	strlcpy(unproven, unadmitted, sizeof(unproven));
+	slurm_mutex_unlock(&ctx_lock);
+	_add(avail_modes, name);
+	_add(avail_modes, unproven);
 	/* Non-NULL even when empty, so slurmctld drops a stale active copy. */
 	if (!*current_mode)
 		*current_mode = xstrdup("");
@@ -371,40 +399,58 @@ extern void node_features_p_node_state(char **avail_modes, char **current_mode)
 	reported = admitted;
 	signalled = 0;
 	slurm_mutex_unlock(&watch_lock);
-	if (admitted) {
-		_add(current_mode, feature);
-		info("%s: node %s: admitted (%s); %s active", plugin_type, node, why, feature);
+	if (admitted == 1) {
+		_add(current_mode, name);
+		info("%s: node %s: admitted (%s); %s active", plugin_type, node, why, name);
+	} else if (admitted == 0) {
+		/* Judged and never proven for this boot: slurmctld fences it. */
+		_add(current_mode, unproven);
+		info("%s: node %s: not admitted: %s; %s inactive, %s active", plugin_type, node,
+		     why, name, unproven);
 	} else {
-		info("%s: node %s: not admitted: %s; %s inactive", plugin_type, node, why, feature);
+		/* onramp's own input, or an edited baseline: the prolog judges
+		 * each job; no fence drains a fleet for it. */
+		info("%s: node %s: not admitted: %s; %s inactive", plugin_type, node, why, name);
 	}
 }
 
 /*
- * slurmctld only, at a node's registration under the node write lock: a
- * node that was admitted and comes back from a reboot that onramp did not
- * arrange (no admission reservation, no "scontrol reboot") reporting the
- * feature inactive is drained with an onramp reason before the scheduler
- * can give it a job. The "drained" trigger (onrampctl trigger) then admits
- * it inside its reservation and resumes it. Slurm's own "just rebooted"
- * test: a boot after the last response. Controller-only symbols are looked
- * up at run time (this library is loaded by slurmd too).
+ * slurmctld only, at a node's registration (or an update of its active
+ * features) under the node write lock: a node in production (not drained,
+ * down, in a MAINT reservation or rebooting through Slurm) is drained with
+ * an onramp reason before the scheduler can give it a job when
+ * - it reports UnadmittedFeature active: slurmd judged it never proven for
+ *   its current boot (a new node, a fresh cluster, a record gone, of another
+ *   boot, failed or revoked): NOT_ADMITTED, unless FenceUnadmitted=no;
+ * - or it was admitted and comes back from a boot onramp did not arrange
+ *   (Slurm's own "just rebooted" test: a boot after its last response)
+ *   without the admitted feature: REBOOT_NOT_ADMITTED.
+ * A node whose slurmd cannot judge (onramp.conf missing or unreadable there,
+ * a record it cannot read) or that was admitted under a baseline since
+ * edited reports neither feature and is not fenced: one bad file or one
+ * baseline edit must not drain a fleet at once; the prolog judges each job.
+ * The "drained" trigger (onrampctl trigger) admits fenced nodes inside their
+ * reservation and resumes them. Controller-only symbols are looked up at
+ * run time (this library is loaded by slurmd too).
  */
-static void _fence_unplanned_reboot(int node_inx, const char *new_features,
-                                    const char *orig_features)
+static void _fence_unadmitted(int node_inx, const char *new_features, const char *orig_features)
 {
 	static int (*drain)(char *, char *, uint32_t);
 	static bool (*in_maint)(int);
 	node_record_t *node;
 	char *reason = NULL;
+	bool rebooted, unproven;
 
 	if (!running_in_slurmctld() || (node_inx < 0) || (node_inx >= node_record_count))
 		return;
 	node = node_record_table_ptr[node_inx];
-	if (!node || !_has(orig_features, feature) || _has(new_features, feature))
-		return;
-	if (!node->last_response || (node->boot_time <= node->last_response) ||
-	    IS_NODE_UNKNOWN(node))
-		return; /* not a registration after a reboot */
+	if (!node || _has(new_features, feature))
+		return; /* admitted */
+	rebooted = _has(orig_features, feature) && node->last_response &&
+	           (node->boot_time > node->last_response) && !IS_NODE_UNKNOWN(node);
+	unproven = fence_on && _has(new_features, unadmitted);
+	if (!rebooted && !unproven)
+		return; /* unjudged, or an edited baseline: the prolog judges */
 	if (IS_NODE_DRAIN(node) || IS_NODE_DOWN(node) || IS_NODE_MAINT(node) ||
 	    IS_NODE_REBOOT_REQUESTED(node) || IS_NODE_REBOOT_ISSUED(node))
 		return; /* onramp's own reboot, or already out of production */
@@ -413,20 +459,25 @@ static void _fence_unplanned_reboot(int node_inx, const char *new_features,
 	if (!in_maint)
 		in_maint = dlsym(RTLD_DEFAULT, "is_node_in_maint_reservation");
 	if (in_maint && in_maint(node_inx))
-		return;
+		return; /* under admission */
 	if (!drain) {
-		error("%s: node %s: rebooted outside onramp and not admitted, but drain_nodes "
-		      "is not available here; the prolog backstop must catch it",
+		error("%s: node %s: not admitted, but drain_nodes is not available here; the "
+		      "prolog backstop must catch it",
 		      plugin_type, node->name);
 		return;
 	}
-	xstrfmtcat(reason,
-	           "onramp:REBOOT_NOT_ADMITTED: rebooted outside onramp; %s inactive "
-	           "until admitted",
-	           feature);
-	info("%s: node %s: rebooted outside onramp and not admitted; draining it before any "
-	     "job starts there",
-	     plugin_type, node->name);
+	if (rebooted)
+		xstrfmtcat(reason,
+		           "onramp:REBOOT_NOT_ADMITTED: rebooted outside onramp; %s inactive "
+		           "until admitted",
+		           feature);
+	else
+		xstrfmtcat(reason,
+		           "onramp:NOT_ADMITTED: never admitted for this boot; %s "
+		           "inactive until admitted",
+		           feature);
+	info("%s: node %s: %s; draining it before any job starts there", plugin_type, node->name,
+	     rebooted ? "rebooted outside onramp and not admitted" : "not admitted");
 	(void)drain(node->name, reason, slurm_conf.slurm_user_id);
 	xfree(reason);
 }
@@ -434,10 +485,10 @@ static void _fence_unplanned_reboot(int node_inx, const char *new_features,
 extern char *node_features_p_node_xlate(char *new_features, char *orig_features,
                                         char *avail_features, int node_inx)
 {
-	/* merged = new_features U (orig_features - {our feature}) */
+	/* merged = new_features U (orig_features - {our two features}) */
 	char *merged = NULL;
 
-	_fence_unplanned_reboot(node_inx, new_features, orig_features);
+	_fence_unadmitted(node_inx, new_features, orig_features);
 
 	_merge(&merged, new_features, false);
 	_merge(&merged, orig_features, true);
@@ -464,6 +515,14 @@ extern void node_features_p_get_config(config_plugin_params_t *p)
 	kp = xmalloc(sizeof(*kp));
 	kp->name = xstrdup("AdmittedFeature");
 	kp->value = xstrdup(feature);
+	list_append(p->key_pairs, kp);
+	kp = xmalloc(sizeof(*kp));
+	kp->name = xstrdup("UnadmittedFeature");
+	kp->value = xstrdup(unadmitted);
+	list_append(p->key_pairs, kp);
+	kp = xmalloc(sizeof(*kp));
+	kp->name = xstrdup("FenceUnadmitted");
+	kp->value = xstrdup(fence_on ? "yes" : "no");
 	list_append(p->key_pairs, kp);
 	kp = xmalloc(sizeof(*kp));
 	kp->name = xstrdup("ConfigFile");

@@ -11,6 +11,14 @@ setup() {
 	require_cluster
 }
 
+teardown() {
+	# A test that changed onramp.conf and stopped half-way.
+	if [[ -f $BATS_TEST_TMPDIR/onramp.conf.orig ]]; then
+		mv "$BATS_TEST_TMPDIR/onramp.conf.orig" "$ONRAMP_CLUSTER_DIR/etc/onramp.conf"
+		timeout 30 scontrol reconfigure || true
+	fi
+}
+
 @test "bring-up admitted every node: sinfo shows onramp_ok available and active" {
 	run sinfo -h -N -o '%N %f %b'
 	[ "$status" -eq 0 ]
@@ -139,22 +147,40 @@ setup() {
 	wait_for 60 "$node idle and admitted" admitted_idle "$node"
 	"$ONRAMP_REPO/testsuite/cluster/crash-node" "$node"
 	# Fenced as it registers: drained with onramp's reason (the drained
-	# trigger then admits it inside its reservation).
-	wait_for 60 "$node fenced" eval "[[ \$(node_reason $node) == onramp:REBOOT_NOT_ADMITTED:* ]] || resv_exists $node"
-	run node_admitted "$node"
-	[ "$status" -ne 0 ]
-	job=$(as_user sbatch --parsable -w "$node" -o /dev/null --wrap 'echo ran on $SLURMD_NODENAME')
-	wait_for 120 "$node admitted again" admitted_idle "$node"
-	submit_wait "$job" COMPLETED 180
-	# No user job ever started there before the new admission: never
-	# requeued, never caught by the prolog backstop.
-	[ "$(job_field "$job" Restarts)" -eq 0 ]
-	run grep -q "PROLOG_NOT_ADMITTED.*$node\|$node.*PROLOG_NOT_ADMITTED" "$ONRAMP_CTLD_LOG"
-	[ "$status" -ne 0 ]
+	# trigger then admits it inside its reservation), no job before that.
+	job=$(fenced_then_admitted "$node" REBOOT_NOT_ADMITTED)
 	admitted=$(date -d "$(record_field "$node" time)" +%s)
 	started=$(date -d "$(job_field "$job" StartTime)" +%s)
 	((started >= admitted))
 	[ "$(record_field "$node" boot_id)" = "$(node_boot_id "$node")" ]
+}
+
+@test "a node whose admission record is gone is fenced at its next registration, before any job, then admitted again" {
+	local node=node5
+	wait_for 60 "$node idle and admitted" admitted_idle "$node"
+	# As for a node never admitted (a new node, a fresh cluster): slurmd
+	# reports the feature inactive while the node is in production.
+	rm -f "$ONRAMP_CLUSTER_DIR/nodes/$node/onramp/admission.json"
+	fenced_then_admitted "$node" NOT_ADMITTED
+}
+
+@test "FenceUnadmitted=no leaves a node never admitted in production; turned on again, the node is fenced, then admitted" {
+	local node=node7 conf=$ONRAMP_CLUSTER_DIR/etc/onramp.conf
+	wait_for 60 "$node idle and admitted" admitted_idle "$node"
+	cp -p "$conf" "$BATS_TEST_TMPDIR/onramp.conf.orig"
+	{ cat "$conf" && echo FenceUnadmitted=no; } >"$conf.new"
+	mv "$conf.new" "$conf"
+	scontrol reconfigure
+	wait_for 30 "slurmctld's fence off" eval "scontrol show config | grep -q '^FenceUnadmitted *= no'"
+	rm -f "$ONRAMP_CLUSTER_DIR/nodes/$node/onramp/admission.json"
+	wait_for 30 "$node reporting onramp_unadmitted" eval \
+		"[[ ,\$(node_field $node ActiveFeatures), == *,onramp_unadmitted,* ]]"
+	[[ $(node_state "$node") == IDLE ]]
+	[[ -z $(node_reason "$node") ]]
+	# On again: the next registration (this reconfigure's) fences it.
+	mv "$BATS_TEST_TMPDIR/onramp.conf.orig" "$conf"
+	scontrol reconfigure
+	fenced_then_admitted "$node" NOT_ADMITTED
 }
 
 @test "a bad peer in the pairwise test does not get a good new node drained" {

@@ -97,3 +97,21 @@ restore_nodes() {
 		wait_for 60 "$n admitted and idle" admitted_idle "$n" || return 1
 	done
 }
+
+# fenced_then_admitted NODE CODE: NODE, fenced as it registered (drained
+# onramp:CODE, or already back in its admission reservation), is admitted
+# again by the drained trigger while a user's job aimed at it waits; the
+# job then runs there once: never requeued, never caught by the prolog
+# backstop. Prints the job's id.
+fenced_then_admitted() {
+	local node=$1 code=$2 job
+	wait_for 60 "$node fenced" eval "[[ \$(node_reason $node) == onramp:$code:* ]] || resv_exists $node" || return 1
+	! node_admitted "$node" || return 1
+	# shellcheck disable=SC2016 # expanded by the job's shell
+	job=$(as_user sbatch --parsable -w "$node" -o /dev/null --wrap 'echo ran on $SLURMD_NODENAME') || return 1
+	wait_for 120 "$node admitted again" admitted_idle "$node" || return 1
+	submit_wait "$job" COMPLETED 180 >&2 || return 1
+	[ "$(job_field "$job" Restarts)" -eq 0 ] || return 1
+	! grep -q "PROLOG_NOT_ADMITTED.*$node\|$node.*PROLOG_NOT_ADMITTED" "$ONRAMP_CTLD_LOG" || return 1
+	echo "$job"
+}

@@ -293,6 +293,52 @@ restart_slurmd() {
 	[[ $(node_state "$node") == IDLE ]]
 }
 
+# unfenced_restart NODE TEXT: restart NODE's slurmd; it registers saying
+# "not admitted: TEXT" with neither onramp feature active (unjudged), and
+# stays in production: not drained, no reservation taken for it.
+unfenced_restart() {
+	local node=$1 off
+	off=$(log_offset "$ONRAMP_CLUSTER_DIR/log/slurmd-$node.log")
+	restart_slurmd "$node"
+	wait_for 30 "$node re-registered unjudged" log_since_has "$ONRAMP_CLUSTER_DIR/log/slurmd-$node.log" \
+		"$off" "node_features/onramp: node $node: not admitted: $2; $ONRAMP_FEATURE inactive\$"
+	sleep 2 # the registration reaches slurmctld
+	[[ ,$(node_field "$node" ActiveFeatures), != *,onramp_unadmitted,* ]]
+	! node_admitted "$node"
+	[[ $(node_state "$node") == IDLE ]]
+	[[ -z $(node_reason "$node") ]]
+}
+
+@test "a slurmd restarted while onramp.conf is unreadable is not fenced: onramp cannot judge it" {
+	local node=node4
+	wait_for 60 "$node idle and admitted" admitted_idle "$node"
+	# slurmctld keeps the onramp.conf it loaded (no reconfigure); the
+	# restarted slurmd cannot load one.
+	spoil "$ETC/onramp.conf" binary
+	unfenced_restart "$node" "onramp.conf not loaded"
+	put_back "$BATS_TEST_TMPDIR/onramp.conf.orig" "$ETC/onramp.conf"
+	restart_slurmd "$node"
+	wait_for 30 "$node admitted again" admitted_idle "$node"
+}
+
+@test "a baseline edited since admission fences no node at its registration" {
+	local node=node6 base
+	wait_for 60 "$node idle and admitted" admitted_idle "$node"
+	# A copy of the baselines with whitespace added: a new digest, the same
+	# thresholds. Only the restarted slurmd reads the changed onramp.conf.
+	base=$(sed -n 's/^BaselineDir=//p' "$ETC/onramp.conf")
+	cp -r "$base" "$BATS_TEST_TMPDIR/baselines"
+	echo >>"$BATS_TEST_TMPDIR/baselines/SIM-8GPU.json"
+	chmod -R a+rX "$BATS_TEST_TMPDIR"
+	sed "s|^BaselineDir=.*|BaselineDir=$BATS_TEST_TMPDIR/baselines|" \
+		"$BATS_TEST_TMPDIR/onramp.conf.orig" >"$ETC/onramp.conf.new"
+	mv "$ETC/onramp.conf.new" "$ETC/onramp.conf"
+	unfenced_restart "$node" "baseline changed since admission"
+	put_back "$BATS_TEST_TMPDIR/onramp.conf.orig" "$ETC/onramp.conf"
+	restart_slurmd "$node"
+	wait_for 30 "$node admitted again" admitted_idle "$node"
+}
+
 @test "onrampctl remove-trigger removes onramp's triggers; install-trigger twice keeps one pair" {
 	local ctl=$ONRAMP_REPO/contrib/onrampctl
 	onramp_triggers() { strigger --get --noheader | awk '$8 ~ /onramp-trigger$/' | wc -l; }

@@ -74,6 +74,22 @@ static void record_round_trip_and_validation(void **)
 	assert_true(missing);
 }
 
+// The SKU baseline edited in place (same inode, same size, later mtime).
+static void edit_baseline_in_place(AdmitFixture &fx)
+{
+	std::string bpath = fx.baselines + "/SIM-8GPU.json";
+	std::string text = slurp(bpath);
+	size_t pos = text.find("431");
+	assert_true(pos != std::string::npos);
+	text.replace(pos, 3, "432");
+	FILE *f = fopen(bpath.c_str(), "r+");
+	assert_non_null(f);
+	fwrite(text.data(), 1, text.size(), f);
+	fclose(f);
+	struct timespec ts[2] = {{0, UTIME_NOW}, {time(nullptr) + 5, 0}};
+	utimensat(AT_FDCWD, bpath.c_str(), ts, 0);
+}
+
 static void judge_requires_pass_same_boot_same_baseline(void **)
 {
 	AdmitFixture fx;
@@ -93,19 +109,8 @@ static void judge_requires_pass_same_boot_same_baseline(void **)
 	fx.boot("n1", "boot-A\n");
 	assert_int_equal(judge(c, "n1", &why), Judgement::Admitted);
 
-	// Baseline edited in place (same inode, same size, later mtime).
-	std::string bpath = fx.baselines + "/SIM-8GPU.json";
-	std::string text = slurp(bpath);
-	size_t pos = text.find("431");
-	assert_true(pos != std::string::npos);
-	text.replace(pos, 3, "432");
-	FILE *f = fopen(bpath.c_str(), "r+");
-	assert_non_null(f);
-	fwrite(text.data(), 1, text.size(), f);
-	fclose(f);
-	struct timespec ts[2] = {{0, UTIME_NOW}, {time(nullptr) + 5, 0}};
-	utimensat(AT_FDCWD, bpath.c_str(), ts, 0);
-	assert_int_equal(judge(c, "n1", &why), Judgement::NotAdmitted);
+	edit_baseline_in_place(fx);
+	assert_int_equal(judge(c, "n1", &why), Judgement::BaselineChanged);
 	assert_string_equal(why.c_str(), "baseline changed since admission");
 
 	// A FAIL record for the current boot and baseline.
@@ -181,6 +186,11 @@ static void c_api_admission_check(void **)
 	assert_int_equal(onramp_admission_check(ctx, "n1", why, sizeof why), 0);
 	assert_string_equal(why, "boot changed since admission");
 	assert_int_equal(onramp_admission_check(ctx, "nX", why, sizeof why), 0);
+	// Admitted under a baseline edited since: 2, which the fence spares.
+	fx.boot("n1", "boot-A");
+	edit_baseline_in_place(fx);
+	assert_int_equal(onramp_admission_check(ctx, "n1", why, sizeof why), 2);
+	assert_string_equal(why, "baseline changed since admission");
 	put(fx.record("n1"), "[]");
 	assert_int_equal(onramp_admission_check(ctx, "n1", why, sizeof why), -1);
 	assert_int_equal(onramp_admission_check(ctx, nullptr, why, sizeof why), -1);

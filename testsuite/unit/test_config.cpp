@@ -56,6 +56,11 @@ static void malformed_values_are_refused(void **)
 	    {"GpuBackend=sim\nGPUBACKEND=real\n",
 	     "t.conf:2: key 'GpuBackend' repeated (first set at line 1)"},
 	    {"AdmissionAccount=\n", "key 'AdmissionAccount': empty value"},
+	    {"Sku=a\nUnadmittedFeature=onramp_ok\n",
+	     "t.conf:2: key 'UnadmittedFeature': must differ from AdmittedFeature (both "
+	     "onramp_ok)"},
+	    {"AdmittedFeature=onramp_unadmitted\n",
+	     "t.conf:1: key 'UnadmittedFeature': must differ"},
 	};
 	for (auto &tc : cases) {
 		auto c = Config::parse(tc.text, "t.conf");
