@@ -8,7 +8,6 @@
 #include <fcntl.h>
 #include <map>
 #include <sys/file.h>
-#include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
 
@@ -192,6 +191,18 @@ std::optional<slurm::Job> Driver::job(uint32_t id)
 		return std::nullopt;
 	}
 	return j.value();
+}
+
+// The job's checkpoint directory is named in its comment, which its user
+// writes: every look into it is the user's (as root, a child that became
+// him) under CheckpointVerifyMaxGiB/Timeout and a look's deadline, and
+// every file in it must be his (never the directory owner's, which may be
+// another user's or root).
+ckpt::VerifyLimits Driver::user_limits(uid_t uid) const
+{
+	ckpt::VerifyLimits lim = ckpt::verify_limits(cfg_);
+	lim.uid = uid;
+	return lim;
 }
 
 Status Driver::save(Migration &m, const std::string &state, const std::string &msg)
@@ -386,17 +397,26 @@ bool Driver::drive_locked(Migration &m)
 		int64_t ack_deadline = m.signal_ms + m.ack_s * 1000;
 		int64_t deadline = ack_deadline + m.grace_s * 1000;
 		int64_t ended_ms = 0;
+		std::string unseen; // why the directory could not be looked at
 		for (;;) {
 			uint64_t newest = 0;
 			bool committed = false;
-			for (uint64_t g : ckpt::list_generations(m.ckpt_dir)) {
-				if (static_cast<int64_t>(g) <= m.base_gen)
+			auto j = job(m.job);
+			auto gens = j ? ckpt::scan(m.ckpt_dir, user_limits(j->uid))
+			              : Result<std::vector<ckpt::Generation>>(
+			                    std::vector<ckpt::Generation>());
+			if (!gens.ok() && unseen != gens.status().message()) {
+				unseen = gens.status().message();
+				log_warn("job %u: %s", m.job, unseen.c_str());
+			}
+			for (const auto &g :
+			     gens.ok() ? gens.value() : std::vector<ckpt::Generation>()) {
+				if (static_cast<int64_t>(g.number) <= m.base_gen)
 					break;
-				struct stat sb;
 				if (!newest)
-					newest = g;
-				if (stat(ckpt::manifest_path(m.ckpt_dir, g).c_str(), &sb) == 0) {
-					newest = g;
+					newest = g.number;
+				if (g.committed) {
+					newest = g.number;
 					committed = true;
 					break;
 				}
@@ -406,7 +426,6 @@ bool Driver::drive_locked(Migration &m)
 				break;
 			}
 			int64_t t = clock_.now_ms();
-			auto j = job(m.job);
 			if (j && j->pending()) {
 				// Requeued by itself meanwhile: steer it from the newest
 				// verified generation it has.
@@ -431,7 +450,8 @@ bool Driver::drive_locked(Migration &m)
 				    m,
 				    strprintf("no new checkpoint generation in %s within "
 				              "%llds of the signal; the job keeps running",
-				              m.ckpt_dir.c_str(), static_cast<long long>(m.ack_s)));
+				              m.ckpt_dir.c_str(), static_cast<long long>(m.ack_s)) +
+				        (unseen.empty() ? "" : " (" + unseen + ")"));
 			if (t > deadline)
 				return aborted(
 				    m, strprintf("generation %llu was not committed within "
@@ -449,19 +469,14 @@ bool Driver::drive_locked(Migration &m)
 
 	if (m.state == "CHECKPOINTED") {
 		std::string note;
-		// The checkpoint directory comes from the job's comment, which its
-		// user writes: every file must be the job's user's, and as root a
-		// child with his privileges hashes them (never the directory
-		// owner's, which may be another user's or root), under
-		// CheckpointVerifyMaxGiB/Timeout.
 		auto owner = job(m.job);
 		if (!owner)
 			return aborted(m,
 			               "job " + jid +
 			                   " is gone (purged?); its checkpoint cannot be verified "
 			                   "as its user");
-		ckpt::VerifyLimits lim = ckpt::verify_limits(cfg_);
-		lim.uid = owner->uid;
+		ckpt::VerifyLimits lim = user_limits(owner->uid);
+		int64_t ckpt_step = -1;
 		if (m.gen) {
 			auto v = ckpt::verify(m.ckpt_dir, static_cast<uint64_t>(m.gen), lim);
 			if (!v.ok()) {
@@ -473,23 +488,24 @@ bool Driver::drive_locked(Migration &m)
 					    m, "new checkpoint is bad (" + note +
 					           ") and the job still runs; not moving it");
 				m.gen = 0;
+			} else {
+				ckpt_step = v->step;
 			}
 		}
 		if (!m.gen) {
 			auto l = ckpt::latest(m.ckpt_dir, lim);
 			if (!l.ok())
-				return aborted(m, "no verified checkpoint generation in " +
-				                      m.ckpt_dir +
+				return aborted(m, l.status().message() +
 				                      (note.empty() ? "" : " (" + note + ")"));
 			m.gen = static_cast<int64_t>(l->generation);
+			ckpt_step = l->step;
 			note += (note.empty() ? "" : "; ") +
 			        strprintf("using the previous verified generation %lld",
 			                  static_cast<long long>(m.gen));
 		}
-		auto man = ckpt::read_manifest(m.ckpt_dir, static_cast<uint64_t>(m.gen));
 		if (!step(m, "VERIFIED",
 		          strprintf("generation %lld step %lld", static_cast<long long>(m.gen),
-		                    static_cast<long long>(man.ok() ? man->step : -1)) +
+		                    static_cast<long long>(ckpt_step)) +
 		              (note.empty() ? "" : " (" + note + ")")))
 			return false;
 	}
@@ -627,7 +643,9 @@ bool Driver::drive_locked(Migration &m)
 				}
 				where = j->nodes;
 			}
-			auto r = ckpt::read_resumed(m.ckpt_dir);
+			auto r = j ? ckpt::read_resumed(m.ckpt_dir, user_limits(j->uid))
+			           : Result<ckpt::Resumed>(Status::Error(
+			                 "unread (job " + jid + " gone, its user unknown)"));
 			bool resumed = r.ok() && r->time_ms >= m.signal_ms &&
 			               static_cast<int64_t>(r->generation) == m.gen;
 			if (on_target && resumed)
@@ -645,7 +663,7 @@ bool Driver::drive_locked(Migration &m)
 				        ? strprintf("generation %llu",
 				                    static_cast<unsigned long long>(r->generation))
 				              .c_str()
-				        : "missing");
+				        : r.status().message().c_str());
 				break;
 			}
 			clock_.sleep(1);
@@ -858,8 +876,17 @@ Result<Plan> Driver::plan(const Request &r, bool *usage)
 		m.target = r.to;
 		m.target_nodes = to_nodes;
 		m.from_mode = !r.from.empty();
-		auto gens = ckpt::list_generations(m.ckpt_dir);
-		m.base_gen = gens.empty() ? 0 : static_cast<int64_t>(gens.front());
+		// The newest generation before the signal, looked at as the job's
+		// user: a directory he cannot list (or that stalls) holds no
+		// checkpoint to move the job with.
+		auto gens = ckpt::scan(m.ckpt_dir, user_limits(j->uid));
+		if (!gens.ok()) {
+			log_error("job %u: checkpoint directory: %s; not moving it", id,
+			          gens.status().message().c_str());
+			out.bad = true;
+			continue;
+		}
+		m.base_gen = gens->empty() ? 0 : static_cast<int64_t>(gens->front().number);
 		m.restarts = j->restarts;
 		m.admin_comment = j->admin_comment;
 		// The job's own constraint: as it was before its first migration

@@ -55,6 +55,7 @@
 #include "config.hpp"
 #include "flow.hpp"
 #include "migrate/journal.hpp"
+#include "migrate/manifest.hpp"
 #include "slurm/client.hpp"
 #include "status.hpp"
 
@@ -134,6 +135,7 @@ private:
 	void restore_marker(Migration &m);
 	std::set<std::string> nodes_held_by_others(int64_t id);
 	std::optional<slurm::Job> job(uint32_t id);
+	ckpt::VerifyLimits user_limits(uid_t uid) const;
 	Status resolve_job_ids(const std::string &entry, std::vector<uint32_t> *ids);
 	Journal &j_;
 	slurm::SlurmClient &s_;

@@ -332,6 +332,20 @@ Result<Fd> open_top(const std::string &dir)
 	return fd;
 }
 
+// The manifest of generation in j (read from path), validated.
+Result<Manifest> manifest_of(const json_t *j, uint64_t generation, const std::string &path)
+{
+	auto m = Manifest::from_json(j, path);
+	if (!m.ok())
+		return m.status();
+	if (m->generation != generation)
+		return Status::Error(
+		    strprintf("%s: generation: %llu does not match its directory %llu",
+		              path.c_str(), static_cast<unsigned long long>(m->generation),
+		              static_cast<unsigned long long>(generation)));
+	return m;
+}
+
 // <dir>/<generation> opened, and its manifest read. o: the owner required
 // of everything; unchecked, the generation directory's owner becomes it.
 Result<Manifest> open_generation(const std::string &dir, uint64_t generation, Owner *o, Fd *gfd)
@@ -357,16 +371,218 @@ Result<Manifest> open_generation(const std::string &dir, uint64_t generation, Ow
 	auto j = load_json_at(g.get(), kManifestName, path, *o);
 	if (!j.ok())
 		return j.status();
-	auto m = Manifest::from_json(j.value().get(), path);
+	auto m = manifest_of(j.value().get(), generation, path);
 	if (!m.ok())
 		return m.status();
-	if (m->generation != generation)
-		return Status::Error(
-		    strprintf("%s: generation: %llu does not match its directory %llu",
-		              path.c_str(), static_cast<unsigned long long>(m->generation),
-		              static_cast<unsigned long long>(generation)));
 	*gfd = std::move(g);
 	return m;
+}
+
+const char *const kResumedName = "resumed.json";
+
+// The owner lim requires: its uid, else whoever owns what is opened first.
+Owner owner_of(const VerifyLimits &lim)
+{
+	Owner o;
+	if (lim.uid >= 0) {
+		o.check = true;
+		o.uid = static_cast<uid_t>(lim.uid);
+	}
+	return o;
+}
+
+// The numeric subdirectories of the directory open as topfd, newest first.
+Status generation_names(int topfd, const std::string &dir, std::vector<uint64_t> *out)
+{
+	int dfd = fcntl(topfd, F_DUPFD_CLOEXEC, 0);
+	DIR *d = dfd < 0 ? nullptr : fdopendir(dfd);
+	if (!d) {
+		Status st = Status::Error(strprintf("%s: %s", dir.c_str(), strerror(errno)));
+		if (dfd >= 0)
+			close(dfd);
+		return st;
+	}
+	for (;;) {
+		errno = 0;
+		struct dirent *e = readdir(d);
+		if (!e) {
+			int err = errno;
+			closedir(d);
+			if (err)
+				return Status::Error(
+				    strprintf("%s: readdir: %s", dir.c_str(), strerror(err)));
+			break;
+		}
+		const char *n = e->d_name;
+		if (!*n || strlen(n) > 18 || strspn(n, "0123456789") != strlen(n))
+			continue;
+		struct stat sb;
+		if (fstatat(topfd, n, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(sb.st_mode))
+			out->push_back(strtoull(n, nullptr, 10));
+	}
+	std::sort(out->rbegin(), out->rend());
+	return Status::Ok();
+}
+
+// scan() in this process: the newest kMaxScanned generations and whether
+// each has a manifest (looked for beneath the generation directory opened
+// without following a symlink); none when dir does not exist.
+Result<std::vector<Generation>> scan_here(const std::string &dir)
+{
+	std::vector<Generation> out;
+	Fd top(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC));
+	if (top.get() < 0) {
+		if (errno == ENOENT)
+			return out;
+		return Status::Error(strprintf("%s: %s", dir.c_str(), strerror(errno)));
+	}
+	std::vector<uint64_t> gens;
+	Status st = generation_names(top.get(), dir, &gens);
+	if (!st.ok())
+		return st;
+	if (gens.size() > kMaxScanned)
+		gens.resize(kMaxScanned);
+	for (uint64_t n : gens) {
+		Fd g(openat(top.get(), std::to_string(n).c_str(),
+		            O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+		if (g.get() < 0)
+			continue; // gone or replaced meanwhile: not a generation
+		struct stat sb;
+		Generation x;
+		x.number = n;
+		x.committed = fstatat(g.get(), kManifestName, &sb, AT_SYMLINK_NOFOLLOW) == 0;
+		out.push_back(x);
+	}
+	return out;
+}
+
+Json generations_to_json(const std::vector<Generation> &gens)
+{
+	Json arr = Json::array();
+	for (const auto &g : gens) {
+		Json o = Json::object();
+		o.set("generation", static_cast<int64_t>(g.number));
+		o.set_bool("committed", g.committed);
+		arr.push(o);
+	}
+	Json j = Json::object();
+	j.set("generations", arr);
+	return j;
+}
+
+// A listing as scan() returns it: at most kMaxScanned generations, newest
+// first, each once.
+Result<std::vector<Generation>> generations_from_json(const json_t *j, const std::string &origin)
+{
+	JsonReader r(origin);
+	std::vector<Generation> out;
+	if (!r.expect_object(j, ""))
+		return r.status();
+	r.only_keys(j, "", {"generations"});
+	const json_t *arr = r.arr(j, "", "generations");
+	if (arr && json_array_size(arr) > kMaxScanned)
+		r.error("generations", strprintf("lists more than %zu", kMaxScanned));
+	for (size_t i = 0; arr && i < json_array_size(arr) && !r.failed(); i++) {
+		std::string p = JsonReader::index("generations", i);
+		const json_t *o = json_array_get(arr, i);
+		if (!r.expect_object(o, p))
+			break;
+		r.only_keys(o, p, {"generation", "committed"});
+		int64_t n = r.integer(o, p, "generation");
+		Generation g;
+		g.committed = r.boolean_or(o, p, "committed", false);
+		if (r.failed())
+			break;
+		if (n < 0 || (!out.empty() && static_cast<uint64_t>(n) >= out.back().number))
+			r.error(JsonReader::join(p, "generation"),
+			        "is negative or not below the one before");
+		g.number = static_cast<uint64_t>(n);
+		out.push_back(g);
+	}
+	if (r.failed())
+		return r.status();
+	return out;
+}
+
+Json resumed_to_json(const Resumed &r)
+{
+	Json j = Json::object();
+	j.set("generation", static_cast<int64_t>(r.generation));
+	j.set("step", r.step);
+	j.set("restart_count", r.restart_count);
+	j.set("time_ms", r.time_ms);
+	return j;
+}
+
+Result<Resumed> resumed_from_json(const json_t *j, const std::string &origin)
+{
+	JsonReader r(origin);
+	Resumed out;
+	if (!r.expect_object(j, ""))
+		return r.status();
+	int64_t gen = r.integer(j, "", "generation");
+	if (!r.failed() && gen < 0)
+		r.error("generation", "must not be negative");
+	out.generation = static_cast<uint64_t>(gen);
+	out.step = r.integer(j, "", "step");
+	out.restart_count = r.integer_or(j, "", "restart_count", 0);
+	out.time_ms = r.integer_or(j, "", "time_ms", 0);
+	if (r.failed())
+		return r.status();
+	return out;
+}
+
+// What a look reads (see LookAt), for its errors.
+enum class LookAt { List, Manifest, Resumed };
+const char *const kLookNames[] = {"list", "manifest", "resumed"};
+
+std::string look_path(LookAt what, const std::string &dir, uint64_t generation)
+{
+	switch (what) {
+	case LookAt::List:
+		return dir;
+	case LookAt::Manifest:
+		return manifest_path(dir, generation);
+	case LookAt::Resumed:
+		break;
+	}
+	return dir + "/" + kResumedName;
+}
+
+// One look in this process, files owned by o (unchecked: by the generation
+// directory's owner for a manifest, dir's for resumed.json): the answer as
+// JSON text, already validated.
+Result<std::string> look_here(LookAt what, const std::string &dir, uint64_t generation, Owner o)
+{
+	std::string path = look_path(what, dir, generation);
+	if (what == LookAt::List) {
+		auto g = scan_here(dir);
+		if (!g.ok())
+			return g.status();
+		return generations_to_json(g.value()).dump();
+	}
+	if (what == LookAt::Manifest) {
+		Fd gfd;
+		auto m = open_generation(dir, generation, &o, &gfd);
+		if (!m.ok())
+			return m.status();
+		return m->to_json().dump();
+	}
+	auto top = open_top(dir);
+	if (!top.ok())
+		return top.status();
+	struct stat sb;
+	if (!o.check && fstat(top->get(), &sb) == 0) {
+		o.check = true;
+		o.uid = sb.st_uid;
+	}
+	auto j = load_json_at(top->get(), kResumedName, path, o);
+	if (!j.ok())
+		return j.status();
+	auto r = resumed_from_json(j->get(), path);
+	if (!r.ok())
+		return r.status();
+	return resumed_to_json(r.value()).dump();
 }
 
 } // namespace
@@ -523,24 +739,9 @@ Status sha256_file(const std::string &path, std::string *hex, uint64_t *size)
 std::vector<uint64_t> list_generations(const std::string &dir)
 {
 	std::vector<uint64_t> out;
-	DIR *d = opendir(dir.c_str());
-	if (!d)
-		return out;
-	while (struct dirent *e = readdir(d)) {
-		const char *n = e->d_name;
-		if (!*n || strlen(n) > 18)
-			continue;
-		bool digits = true;
-		for (const char *p = n; *p; p++)
-			digits = digits && *p >= '0' && *p <= '9';
-		if (!digits)
-			continue;
-		struct stat sb;
-		if (fstatat(dirfd(d), n, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(sb.st_mode))
-			out.push_back(strtoull(n, nullptr, 10));
-	}
-	closedir(d);
-	std::sort(out.rbegin(), out.rend());
+	auto top = open_top(dir);
+	if (top.ok())
+		(void)generation_names(top->get(), dir, &out);
 	return out;
 }
 
@@ -601,13 +802,6 @@ Result<Manifest> commit(const std::string &dir, uint64_t generation, int64_t ste
 	return m;
 }
 
-Result<Manifest> read_manifest(const std::string &dir, uint64_t generation)
-{
-	Owner o;
-	Fd gfd;
-	return open_generation(dir, generation, &o, &gfd);
-}
-
 namespace {
 
 // Verify in this process: the manifest, the budget, then every shard opened
@@ -617,11 +811,7 @@ Result<Manifest> verify_here(const std::string &dir, uint64_t generation, const 
 {
 	Budget budget;
 	budget.deadline_ms = lim.timeout_ms > 0 ? now_ms() + lim.timeout_ms : INT64_MAX;
-	Owner o;
-	if (lim.uid >= 0) {
-		o.check = true;
-		o.uid = static_cast<uid_t>(lim.uid);
-	}
+	Owner o = owner_of(lim);
 	Fd gfd;
 	auto m = open_generation(dir, generation, &o, &gfd);
 	if (!m.ok())
@@ -678,13 +868,13 @@ Result<Manifest> verify_here(const std::string &dir, uint64_t generation, const 
 	return m;
 }
 
-// Whose privileges a root verification takes: lim's uid, else the owner of
-// the generation directory (lstat: a symlink is refused later anyway).
-Status pick_user(const std::string &dir, uint64_t generation, const VerifyLimits &lim, uid_t *uid,
+// Whose privileges a root look takes: lim's uid, else the owner of gpath
+// (the generation directory, or the checkpoint directory; lstat: a symlink
+// is refused later anyway).
+Status pick_user(const std::string &gpath, const VerifyLimits &lim, uid_t *uid,
                  std::vector<gid_t> *groups)
 {
 	struct stat sb;
-	std::string gpath = generation_dir(dir, generation);
 	if (lim.uid >= 0) {
 		*uid = static_cast<uid_t>(lim.uid);
 	} else {
@@ -756,46 +946,44 @@ std::string verifier_path()
 	return ONRAMP_BINDIR "/onramp-ckpt";
 }
 
-// Root: verify in a child that becomes the user and runs verify_child_main
-// in a fresh program, under the deadline. It answers "O" + the manifest's
-// JSON or "E" + the error.
-Result<Manifest> verify_as_user(const std::string &dir, uint64_t generation,
-                                const VerifyLimits &lim, unsigned threads, uid_t uid,
-                                const std::vector<gid_t> &groups)
+// Root: run the verifying program with args (after its name) in a child
+// that becomes uid with groups, and read its answer ("O" + the payload or
+// "E" + an error, at most max bytes) for at most timeout_ms (0: no limit).
+// The payload, or the error (what names the work); *late when the deadline
+// passed (the child is killed).
+Result<std::string> run_as_user(const std::vector<std::string> &args, uid_t uid,
+                                const std::vector<gid_t> &groups, int64_t timeout_ms, size_t max,
+                                const std::string &what, bool *late)
 {
 	// Everything the child needs is built before the fork: from fork to
 	// execve it makes system calls only (no malloc, no locks, no libc
 	// wrapper that coordinates threads).
 	std::string prog = verifier_path();
-	std::vector<std::string> args = {prog,
-	                                 "verify-child",
-	                                 dir,
-	                                 std::to_string(generation),
-	                                 std::to_string(lim.max_bytes),
-	                                 std::to_string(lim.timeout_ms),
-	                                 std::to_string(threads),
-	                                 std::to_string(uid)};
+	std::vector<std::string> all = {prog};
+	all.insert(all.end(), args.begin(), args.end());
 	std::vector<char *> argv;
-	for (auto &a : args)
+	for (auto &a : all)
 		argv.push_back(&a[0]);
 	argv.push_back(nullptr);
 	char env0[] = "PATH=/usr/bin:/bin";
 	char env1[] = "LC_ALL=C";
 	char *envp[] = {env0, env1, nullptr};
 	gid_t gid = groups[0];
+	*late = false;
 	// Opened as root: the user needs to be able to run the program, not to
 	// reach it (a build tree under a private directory, say).
 	Fd exe(open(prog.c_str(), O_RDONLY | O_CLOEXEC));
 	if (exe.get() < 0)
-		return Status::Error(strprintf("verify: %s: %s", prog.c_str(), strerror(errno)));
+		return Status::Error(
+		    strprintf("%s: %s: %s", what.c_str(), prog.c_str(), strerror(errno)));
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) != 0)
-		return Status::Error(strprintf("verify: pipe: %s", strerror(errno)));
+		return Status::Error(strprintf("%s: pipe: %s", what.c_str(), strerror(errno)));
 	pid_t pid = fork();
 	if (pid < 0) {
 		close(p[0]);
 		close(p[1]);
-		return Status::Error(strprintf("verify: fork: %s", strerror(errno)));
+		return Status::Error(strprintf("%s: fork: %s", what.c_str(), strerror(errno)));
 	}
 	if (pid == 0) {
 		// Groups, gid, uid, for good (the real and saved ids too).
@@ -810,13 +998,12 @@ Result<Manifest> verify_as_user(const std::string &dir, uint64_t generation,
 	}
 	close(p[1]);
 	Fd rd(p[0]);
-	int64_t deadline = lim.timeout_ms > 0 ? now_ms() + lim.timeout_ms + 5000 : INT64_MAX;
+	int64_t deadline = timeout_ms > 0 ? now_ms() + timeout_ms : INT64_MAX;
 	std::string out;
-	bool timed_out = false;
 	for (;;) {
 		int64_t left = deadline - now_ms();
 		if (left <= 0) {
-			timed_out = true;
+			*late = true;
 			break;
 		}
 		struct pollfd pfd = {rd.get(), POLLIN, 0};
@@ -832,29 +1019,102 @@ Result<Manifest> verify_as_user(const std::string &dir, uint64_t generation,
 		if (n <= 0)
 			break;
 		out.append(buf, static_cast<size_t>(n));
-		if (out.size() > 2 * kMaxManifestBytes) {
-			timed_out = false;
-			out = "Everify: the child's answer is too large";
+		if (out.size() > max) {
+			out = "E" + what + ": the child's answer is too large";
 			break;
 		}
 	}
 	(void)kill(pid, SIGKILL);
 	while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
 	}
-	if (timed_out)
+	if (*late)
+		return Status::Error(what + ": no answer in time");
+	if (out.empty())
+		return Status::Error(what + ": the child (" + prog + " " + args[0] + ", as uid " +
+		                     std::to_string(uid) + ") ended without an answer");
+	if (out[0] != 'O')
+		return Status::Error(out.substr(1));
+	return out.substr(1);
+}
+
+// Root: verify in a child that becomes the user and runs verify_child_main
+// in a fresh program, under the deadline.
+Result<Manifest> verify_as_user(const std::string &dir, uint64_t generation,
+                                const VerifyLimits &lim, unsigned threads, uid_t uid,
+                                const std::vector<gid_t> &groups)
+{
+	bool late = false;
+	auto out = run_as_user({"verify-child", dir, std::to_string(generation),
+	                        std::to_string(lim.max_bytes), std::to_string(lim.timeout_ms),
+	                        std::to_string(threads), std::to_string(uid)},
+	                       uid, groups, lim.timeout_ms > 0 ? lim.timeout_ms + 5000 : 0,
+	                       2 * kMaxManifestBytes, "verify", &late);
+	if (late)
 		return Status::Error(strprintf("generation %llu: verification deadline passed "
 		                               "(CheckpointVerifyTimeout)",
 		                               static_cast<unsigned long long>(generation)));
-	if (out.empty())
-		return Status::Error("verify: the verifying child (" + prog +
-		                     " verify-child, as uid " + std::to_string(uid) +
-		                     ") ended without an answer");
-	if (out[0] == 'E')
-		return Status::Error(out.substr(1));
-	auto j = json_parse(out.substr(1), manifest_path(dir, generation));
+	if (!out.ok())
+		return out.status();
+	auto j = json_parse(out.value(), manifest_path(dir, generation));
 	if (!j.ok())
 		return j.status();
 	return Manifest::from_json(j.value().get(), manifest_path(dir, generation));
+}
+
+// One look as lim's user: in this process, or as root in a child that
+// became him (onramp-ckpt look-child) within lim.look_timeout_ms. The
+// answer's JSON, to be validated again.
+Result<Json> look(LookAt what, const std::string &dir, uint64_t generation, const VerifyLimits &lim)
+{
+	std::string path = look_path(what, dir, generation);
+	uid_t uid = 0;
+	std::vector<gid_t> groups;
+	if (geteuid() == 0) {
+		Status st =
+		    pick_user(what == LookAt::Manifest ? generation_dir(dir, generation) : dir, lim,
+		              &uid, &groups);
+		if (!st.ok())
+			return st;
+	}
+	Result<std::string> text = Status::Error("");
+	if (uid == 0) {
+		text = look_here(what, dir, generation, owner_of(lim));
+	} else {
+		bool late = false;
+		text = run_as_user({"look-child", kLookNames[static_cast<int>(what)], dir,
+		                    std::to_string(generation), std::to_string(uid)},
+		                   uid, groups, lim.look_timeout_ms, 2 * kMaxManifestBytes, path,
+		                   &late);
+		if (late)
+			return Status::Error(strprintf("%s: no answer within %lld ms from the "
+			                               "child that reads it as uid %u (a "
+			                               "stalled file system?)",
+			                               path.c_str(),
+			                               static_cast<long long>(lim.look_timeout_ms),
+			                               static_cast<unsigned>(uid)));
+	}
+	if (!text.ok())
+		return text.status();
+	return json_parse(text.value(), path);
+}
+
+// A child's answer on stdout: a usage error, an error when this process is
+// not uid only, else fn's ("O" + payload or "E" + error).
+template <typename Fn>
+int child_answer(const char *cmd, const char *usage, bool ok, uid_t uid, Fn fn)
+{
+	std::string out;
+	if (!ok) {
+		out = strprintf("E%s: usage: %s", cmd, usage);
+	} else if (getuid() != uid || geteuid() != uid || (uid != 0 && setuid(0) == 0)) {
+		out = strprintf("E%s: not running as uid %u only", cmd, static_cast<unsigned>(uid));
+	} else {
+		out = guarded(fn);
+		if (out.empty() || (out[0] != 'O' && out[0] != 'E'))
+			out = "E" + out;
+	}
+	write_all(STDOUT_FILENO, out);
+	return 0;
 }
 
 } // namespace
@@ -866,33 +1126,59 @@ void set_verifier(const std::string &path)
 
 int verify_child_main(const std::vector<std::string> &args)
 {
-	std::string out;
 	std::vector<Result<int64_t>> n;
 	for (size_t i = 1; i < args.size(); i++)
 		n.push_back(parse_int(args[i], 0, i == 4 ? 1024 : i == 5 ? UINT32_MAX : INT64_MAX));
 	bool ok = args.size() == 6 &&
 	          std::all_of(n.begin(), n.end(), [](const Result<int64_t> &r) { return r.ok(); });
 	uid_t uid = ok ? static_cast<uid_t>(n[4].value()) : 0;
-	if (!ok) {
-		out = "Everify-child: usage: DIR GENERATION MAX_BYTES TIMEOUT_MS THREADS UID";
-	} else if (getuid() != uid || geteuid() != uid || (uid != 0 && setuid(0) == 0)) {
-		out = strprintf("Everify-child: not running as uid %u only",
-		                static_cast<unsigned>(uid));
-	} else {
-		VerifyLimits l;
-		l.max_bytes = static_cast<uint64_t>(n[1].value());
-		l.timeout_ms = n[2].value();
-		l.uid = static_cast<int64_t>(uid);
-		out = guarded([&]() -> std::string {
-			auto r = verify_here(args[0], static_cast<uint64_t>(n[0].value()), l,
-			                     static_cast<unsigned>(n[3].value()));
-			return r.ok() ? "O" + r->to_json().dump() : "E" + r.status().message();
-		});
-		if (out.empty() || (out[0] != 'O' && out[0] != 'E'))
-			out = "E" + out;
-	}
-	write_all(STDOUT_FILENO, out);
-	return 0;
+	return child_answer(
+	    "verify-child", "DIR GENERATION MAX_BYTES TIMEOUT_MS THREADS UID", ok, uid,
+	    [&]() -> std::string {
+		    VerifyLimits l;
+		    l.max_bytes = static_cast<uint64_t>(n[1].value());
+		    l.timeout_ms = n[2].value();
+		    l.uid = static_cast<int64_t>(uid);
+		    auto r = verify_here(args[0], static_cast<uint64_t>(n[0].value()), l,
+		                         static_cast<unsigned>(n[3].value()));
+		    return r.ok() ? "O" + r->to_json().dump() : "E" + r.status().message();
+	    });
+}
+
+int look_child_main(const std::vector<std::string> &args)
+{
+	int what = -1;
+	for (int i = 0; args.size() == 4 && i < 3; i++)
+		if (args[0] == kLookNames[i])
+			what = i;
+	auto gen = parse_int(args.size() == 4 ? args[2] : "", 0, INT64_MAX);
+	auto uid = parse_int(args.size() == 4 ? args[3] : "", 0, UINT32_MAX);
+	bool ok = what >= 0 && gen.ok() && uid.ok();
+	return child_answer("look-child", "list|manifest|resumed DIR GENERATION UID", ok,
+	                    ok ? static_cast<uid_t>(uid.value()) : 0, [&]() -> std::string {
+		                    Owner o;
+		                    o.check = true;
+		                    o.uid = static_cast<uid_t>(uid.value());
+		                    auto r = look_here(static_cast<LookAt>(what), args[1],
+		                                       static_cast<uint64_t>(gen.value()), o);
+		                    return r.ok() ? "O" + r.value() : "E" + r.status().message();
+	                    });
+}
+
+Result<std::vector<Generation>> scan(const std::string &dir, const VerifyLimits &lim)
+{
+	auto j = look(LookAt::List, dir, 0, lim);
+	if (!j.ok())
+		return j.status();
+	return generations_from_json(j->get(), dir);
+}
+
+Result<Manifest> read_manifest(const std::string &dir, uint64_t generation, const VerifyLimits &lim)
+{
+	auto j = look(LookAt::Manifest, dir, generation, lim);
+	if (!j.ok())
+		return j.status();
+	return manifest_of(j->get(), generation, manifest_path(dir, generation));
 }
 
 VerifyLimits verify_limits(const Config &cfg)
@@ -900,6 +1186,7 @@ VerifyLimits verify_limits(const Config &cfg)
 	VerifyLimits l;
 	l.max_bytes = static_cast<uint64_t>(cfg.integer("CheckpointVerifyMaxGiB")) << 30;
 	l.timeout_ms = cfg.seconds("CheckpointVerifyTimeout") * 1000;
+	l.look_timeout_ms = std::min(kLookTimeoutMs, l.timeout_ms);
 	return l;
 }
 
@@ -915,7 +1202,7 @@ Result<Manifest> verify(const std::string &dir, uint64_t generation, const Verif
 		return verify_here(dir, generation, lim, threads);
 	uid_t uid = 0;
 	std::vector<gid_t> groups;
-	Status st = pick_user(dir, generation, lim, &uid, &groups);
+	Status st = pick_user(generation_dir(dir, generation), lim, &uid, &groups);
 	if (!st.ok())
 		return st;
 	if (uid == 0)
@@ -935,11 +1222,18 @@ Result<Manifest> latest(const std::string &dir, const VerifyLimits &lim,
 	// committed generations verified: N torn generations used to cost N
 	// full budgets (N hours) of a migration's time.
 	const int64_t deadline = lim.timeout_ms > 0 ? now_ms() + lim.timeout_ms : INT64_MAX;
-	auto gens = list_generations(dir);
+	VerifyLimits scan_lim = lim;
+	if (lim.timeout_ms > 0 &&
+	    (lim.look_timeout_ms <= 0 || lim.look_timeout_ms > lim.timeout_ms))
+		scan_lim.look_timeout_ms = lim.timeout_ms;
+	auto gens = scan(dir, scan_lim);
+	if (!gens.ok())
+		return Status::Error("no verified checkpoint generation: " +
+		                     gens.status().message());
 	int tried = 0;
-	for (uint64_t g : gens) {
-		struct stat sb;
-		if (lstat(manifest_path(dir, g).c_str(), &sb) != 0)
+	for (const Generation &x : gens.value()) {
+		uint64_t g = x.number;
+		if (!x.committed)
 			continue; // not committed (yet)
 		if (tried == kLatestMaxTried)
 			return Status::Error(strprintf(
@@ -1032,34 +1326,18 @@ Result<std::vector<uint64_t>> prune(const std::string &dir, int64_t keep_seconds
 
 Status mark_resumed(const std::string &dir, const Resumed &r)
 {
-	Json j = Json::object();
-	j.set("generation", static_cast<int64_t>(r.generation));
-	j.set("step", r.step);
-	j.set("restart_count", r.restart_count);
-	j.set("time_ms", r.time_ms ? r.time_ms : now_ms());
-	return write_file_atomic(dir + "/resumed.json", j.dump() + "\n");
+	Resumed out = r;
+	if (!out.time_ms)
+		out.time_ms = now_ms();
+	return write_file_atomic(dir + "/" + kResumedName, resumed_to_json(out).dump() + "\n");
 }
 
-Result<Resumed> read_resumed(const std::string &dir)
+Result<Resumed> read_resumed(const std::string &dir, const VerifyLimits &lim)
 {
-	std::string path = dir + "/resumed.json";
-	auto top = open_top(dir);
-	if (!top.ok())
-		return top.status();
-	auto j = load_json_at(top->get(), "resumed.json", path, Owner());
+	auto j = look(LookAt::Resumed, dir, 0, lim);
 	if (!j.ok())
 		return j.status();
-	JsonReader r(path);
-	Resumed out;
-	if (!r.expect_object(j->get(), ""))
-		return r.status();
-	out.generation = static_cast<uint64_t>(r.integer(j->get(), "", "generation"));
-	out.step = r.integer(j->get(), "", "step");
-	out.restart_count = r.integer_or(j->get(), "", "restart_count", 0);
-	out.time_ms = r.integer_or(j->get(), "", "time_ms", 0);
-	if (r.failed())
-		return r.status();
-	return out;
+	return resumed_from_json(j->get(), look_path(LookAt::Resumed, dir, 0));
 }
 
 Status split_manifest_path(const std::string &path, std::string *dir, uint64_t *generation)

@@ -19,9 +19,11 @@
 // Root reads these files on the user's behalf (onramp-migrate). Every file
 // is opened relative to a directory fd, component by component, with
 // O_NOFOLLOW|O_NONBLOCK, checked with fstat on that same fd (type, owner,
-// size) and read from it; run as root, verification happens in a child that
-// has dropped to the user's uid, gid and groups before it opens anything,
-// under a byte budget and a deadline (VerifyLimits).
+// size) and read from it; run as root, every look into the directory
+// (scan, read_manifest, read_resumed, verify, latest) happens in a child
+// that has dropped to the user's uid, gid and groups before it opens
+// anything, under a deadline (and, to verify, a byte budget: VerifyLimits);
+// root parses only the child's bounded answer and validates it again.
 #pragma once
 
 #include <cstdint>
@@ -57,6 +59,9 @@ struct Manifest {
 	static Result<Manifest> from_json(const json_t *j, const std::string &origin);
 };
 
+// The default deadline of one look into a user's directory (30 s).
+constexpr int64_t kLookTimeoutMs = 30 * 1000;
+
 // What a verification may cost, and whose files it reads.
 struct VerifyLimits {
 	// Total bytes the manifest may name (and be read); onramp.conf
@@ -71,8 +76,13 @@ struct VerifyLimits {
 	// -1: the user's primary group (the directory's group when the user has
 	// no passwd entry).
 	int64_t gid = -1;
+	// Wall-clock limit of one look that reads no shard (scan, read_manifest,
+	// read_resumed): a user's stalled file system (autofs, NFS, FUSE) costs
+	// root at most this. As root only (the child is killed); 0: none.
+	int64_t look_timeout_ms = kLookTimeoutMs;
 };
-// The budget and deadline from onramp.conf (uid and gid left at -1).
+// The budget and deadline from onramp.conf (uid and gid left at -1; a
+// look's deadline no longer than a verification's).
 VerifyLimits verify_limits(const Config &cfg);
 
 // "<dir>/<generation>".
@@ -91,8 +101,23 @@ Result<std::string> shard_file(const std::string &dir, uint64_t generation, cons
 Status sha256_file(const std::string &path, std::string *hex, uint64_t *size);
 
 // Generations present under dir (numeric subdirectories), newest first,
-// whether committed or not.
+// whether committed or not. In this process, unbounded: the job's own view
+// of its directory (commit, prune); root looks with scan().
 std::vector<uint64_t> list_generations(const std::string &dir);
+// A generation found by scan(): its number, and whether its manifest exists
+// (lstat: committed, not yet verified).
+struct Generation {
+	uint64_t number = 0;
+	bool committed = false;
+};
+// At most this many generations, the newest, come back from scan().
+constexpr size_t kMaxScanned = 1024;
+// list_generations() with each one's commit, read as lim's user (see
+// VerifyLimits::uid; -1: dir's owner): as root in a child that became him,
+// within lim.look_timeout_ms. A missing dir holds none; a dir the user
+// cannot read, that is no directory or that does not answer in time is an
+// error naming it.
+Result<std::vector<Generation>> scan(const std::string &dir, const VerifyLimits &lim);
 // One more than the largest generation present (1 when none).
 uint64_t next_generation(const std::string &dir);
 
@@ -124,10 +149,17 @@ void set_verifier(const std::string &path);
 // write "O" + the manifest's JSON or "E" + the error to stdout. Returns the
 // exit status.
 int verify_child_main(const std::vector<std::string> &args);
+// onramp-ckpt's "look-child list|manifest|resumed DIR GENERATION UID": one
+// look of scan(), read_manifest() or read_resumed() as this unprivileged
+// process; writes "O" + the answer's JSON or "E" + the error to stdout.
+// Returns the exit status.
+int look_child_main(const std::vector<std::string> &args);
 // Read and validate the manifest only (no hashing): opened without following
-// a symlink or blocking, a regular file of at most 16 MiB owned by the owner
-// of its generation directory.
-Result<Manifest> read_manifest(const std::string &dir, uint64_t generation);
+// a symlink or blocking, a regular file of at most 16 MiB owned by lim's
+// user (-1: the owner of its generation directory), read as him within
+// lim.look_timeout_ms (see scan()).
+Result<Manifest> read_manifest(const std::string &dir, uint64_t generation,
+                               const VerifyLimits &lim = VerifyLimits());
 
 // The newest generation that verifies. Generations that fail are skipped
 // and, when skipped is given, their errors are appended to it. An error
@@ -160,8 +192,10 @@ struct Resumed {
 	int64_t time_ms = 0;
 };
 Status mark_resumed(const std::string &dir, const Resumed &r);
-// Opened as the manifest is (no symlink, no FIFO, bounded).
-Result<Resumed> read_resumed(const std::string &dir);
+// Read as read_manifest() reads a manifest (no symlink, no FIFO, bounded, as
+// lim's user within lim.look_timeout_ms, owned by him; -1: by the owner of
+// dir).
+Result<Resumed> read_resumed(const std::string &dir, const VerifyLimits &lim = VerifyLimits());
 // Resolve a manifest path ("<dir>/<generation>/manifest.json") into dir
 // and generation.
 Status split_manifest_path(const std::string &path, std::string *dir, uint64_t *generation);

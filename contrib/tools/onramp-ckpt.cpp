@@ -68,10 +68,13 @@ int main(int argc, char **argv)
 	std::string cmd = argv[1];
 	if (cmd == "-h" || cmd == "--help")
 		return usage(stdout);
-	// Root's verification of a user's checkpoint, in the child that became
-	// the user (not for people: see ckpt::verify_child_main).
+	// Root's verification of a user's checkpoint and its looks into his
+	// directory, in the child that became the user (not for people: see
+	// ckpt::verify_child_main and ckpt::look_child_main).
 	if (cmd == "verify-child")
 		return ckpt::verify_child_main(std::vector<std::string>(argv + 2, argv + argc));
+	if (cmd == "look-child")
+		return ckpt::look_child_main(std::vector<std::string>(argv + 2, argv + argc));
 	const char *env = getenv("ONRAMP_CKPT_DIR");
 	std::string dir = env ? env : "";
 	uint64_t gen = 0, step = 0, threads = 0;

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -289,6 +290,75 @@ static void special_manifests_are_refused_unread(void **)
 	alarm(0);
 }
 
+// scan(): the generations newest first, each with its commit; what is not
+// a numeric directory is no generation; a missing directory holds none, a
+// directory that is none is an error naming it.
+static void scan_lists_generations_and_their_commits(void **)
+{
+	std::string dir = unit_tmpdir();
+	ckpt::VerifyLimits me; // as root, the user given: no child
+	me.uid = geteuid();
+	auto none = ckpt::scan(dir + "/absent", me);
+	assert_true(none.ok());
+	assert_true(none->empty());
+	make_gen(dir, 1, 100);
+	make_gen(dir, 10, 1000);
+	assert_true(make_dirs(dir + "/11").ok());                                  // begun
+	assert_true(write_file_atomic(dir + "/12", "a file").ok());                // no directory
+	assert_int_equal(symlink((dir + "/1").c_str(), (dir + "/13").c_str()), 0); // a symlink
+	assert_true(make_dirs(dir + "/x7").ok());
+	assert_int_equal(mkfifo((dir + "/11/manifest.json.tmp").c_str(), 0644), 0);
+	auto g = ckpt::scan(dir, me);
+	assert_true(g.ok());
+	assert_int_equal(g->size(), 3);
+	assert_int_equal(g->at(0).number, 11);
+	assert_false(g->at(0).committed);
+	assert_int_equal(g->at(1).number, 10);
+	assert_true(g->at(1).committed);
+	assert_int_equal(g->at(2).number, 1);
+	assert_true(g->at(2).committed);
+	auto bad = ckpt::scan(dir + "/12", me);
+	assert_false(bad.ok());
+	assert_contains(bad.status().message(), (dir + "/12: Not a directory").c_str());
+	// latest() says why it found nothing.
+	auto l = ckpt::latest(dir + "/12", me);
+	assert_false(l.ok());
+	assert_contains(l.status().message(), (dir + "/12: Not a directory").c_str());
+}
+
+// resumed.json is read as a manifest is: never through a symlink (to a file
+// its user may not read), never blocking on a FIFO, its fields checked.
+static void resumed_json_is_read_like_a_manifest(void **)
+{
+	alarm(30); // a blocking open or read fails the test instead of hanging it
+	std::string dir = unit_tmpdir();
+	std::string res = dir + "/resumed.json";
+	ckpt::Resumed r;
+	r.generation = 3;
+	r.step = 30;
+	r.restart_count = 1;
+	assert_true(ckpt::mark_resumed(dir, r).ok());
+	auto got = ckpt::read_resumed(dir);
+	assert_true(got.ok());
+	assert_int_equal(got->generation, 3);
+	assert_int_equal(got->step, 30);
+	assert_int_equal(got->restart_count, 1);
+	assert_true(got->time_ms > 0);
+	assert_int_equal(unlink(res.c_str()), 0);
+	assert_int_equal(symlink("/etc/passwd", res.c_str()), 0);
+	assert_contains(ckpt::read_resumed(dir).status().message(),
+	                (res + " is a symlink").c_str());
+	assert_int_equal(unlink(res.c_str()), 0);
+	assert_int_equal(mkfifo(res.c_str(), 0644), 0);
+	assert_contains(ckpt::read_resumed(dir).status().message(),
+	                (res + " is not a regular file").c_str());
+	assert_int_equal(unlink(res.c_str()), 0);
+	assert_true(write_file_atomic(res, "{\"generation\": -2, \"step\": 1}").ok());
+	assert_contains(ckpt::read_resumed(dir).status().message(),
+	                "field 'generation': must not be negative");
+	alarm(0);
+}
+
 // Garbage or impossible times, a negative time_ms and an empty shard list are
 // refused, naming the file and the field.
 static void manifest_times_and_empty_lists_are_checked(void **)
@@ -474,6 +544,91 @@ static void root_hashes_as_the_user(void **)
 	                "is owned by uid 65534, not by uid 4242");
 }
 
+// As root every look into the user's directory is his: a checkpoint under
+// a directory only root may enter (reached through the user's own symlink,
+// say) is not listed, its manifest and resumed.json are not read, and
+// resumed.json must be his. Before, root listed the directory, read both
+// files with its own privileges and took a resumed.json of anyone's.
+static void root_looks_as_the_user(void **)
+{
+	alarm(60);
+	std::string dir = nobodys_generation();
+	if (dir.empty())
+		return;
+	ckpt::VerifyLimits lim;
+	lim.uid = nobody;
+	std::string res = dir + "/resumed.json";
+	ckpt::Resumed r;
+	r.generation = 1;
+	assert_true(ckpt::mark_resumed(dir, r).ok());
+	assert_int_equal(chown(res.c_str(), nobody, nobody), 0);
+	auto g = ckpt::scan(dir, lim);
+	assert_true(g.ok());
+	assert_int_equal(g->size(), 1);
+	assert_true(g->at(0).committed);
+	assert_int_equal(ckpt::read_manifest(dir, 1, lim)->step, 5);
+	assert_int_equal(ckpt::read_resumed(dir, lim)->generation, 1);
+	assert_int_equal(ckpt::read_resumed(dir)->generation, 1); // dir's owner by default
+	// A resumed.json of someone else's (root's) in his directory.
+	assert_int_equal(chown(res.c_str(), 0, 0), 0);
+	for (const auto &v : {ckpt::read_resumed(dir, lim), ckpt::read_resumed(dir)})
+		assert_contains(v.status().message(),
+		                (res + " is owned by uid 0, not by uid 65534").c_str());
+	// A FIFO: refused by the child, no reader left blocked.
+	assert_int_equal(unlink(res.c_str()), 0);
+	assert_int_equal(mkfifo(res.c_str(), 0644), 0);
+	assert_int_equal(chown(res.c_str(), nobody, nobody), 0);
+	assert_contains(ckpt::read_resumed(dir, lim).status().message(),
+	                (res + " is not a regular file").c_str());
+	// His symlink into a directory only root may enter.
+	std::string priv = unit_tmpdir();
+	assert_int_equal(chmod(priv.c_str(), 0700), 0);
+	assert_int_equal(rename(dir.c_str(), (priv + "/ckpt").c_str()), 0);
+	assert_int_equal(symlink((priv + "/ckpt").c_str(), dir.c_str()), 0);
+	assert_int_equal(lchown(dir.c_str(), nobody, nobody), 0);
+	assert_int_equal(unlink((priv + "/ckpt/resumed.json").c_str()), 0);
+	assert_true(ckpt::mark_resumed(priv + "/ckpt", r).ok());
+	assert_int_equal(chown((priv + "/ckpt/resumed.json").c_str(), nobody, nobody), 0);
+	assert_contains(ckpt::scan(dir, lim).status().message(),
+	                (dir + ": Permission denied").c_str());
+	assert_contains(ckpt::read_manifest(dir, 1, lim).status().message(),
+	                (dir + ": Permission denied").c_str());
+	assert_contains(ckpt::read_resumed(dir, lim).status().message(),
+	                (dir + ": Permission denied").c_str());
+	assert_contains(ckpt::latest(dir, lim).status().message(), "Permission denied");
+	alarm(0);
+}
+
+// As root a look that gets no answer (the user's file system stalls: a
+// verifier that never answers stands for it) ends at its deadline with an
+// error naming the path; the child is killed. Before, root listed and read
+// the directory itself, with no deadline.
+static void root_looks_end_at_their_deadline(void **)
+{
+	std::string dir = nobodys_generation();
+	if (dir.empty())
+		return;
+	alarm(60); // a look without a deadline fails the test instead of hanging it
+	ckpt::set_verifier("/proc/self/exe"); // this program: see main()
+	ckpt::VerifyLimits lim;
+	lim.uid = nobody;
+	lim.look_timeout_ms = 300;
+	lim.timeout_ms = 300;
+	auto g = ckpt::scan(dir, lim);
+	auto man = ckpt::read_manifest(dir, 1, lim);
+	auto res = ckpt::read_resumed(dir, lim);
+	auto l = ckpt::latest(dir, lim);
+	ckpt::set_verifier(ONRAMP_BUILDDIR "/contrib/tools/onramp-ckpt");
+	assert_contains(g.status().message(), (dir + ": no answer within 300 ms").c_str());
+	assert_contains(man.status().message(),
+	                (dir + "/1/manifest.json: no answer within 300 ms").c_str());
+	assert_contains(res.status().message(),
+	                (dir + "/resumed.json: no answer within 300 ms").c_str());
+	assert_contains(l.status().message(), (dir + ": no answer within 300 ms").c_str());
+	assert_true(ckpt::scan(dir, lim).ok()); // the real verifier answers
+	alarm(0);
+}
+
 // The verifying program is reached by root and run by the user: a build
 // tree under a directory only root may enter still works.
 static void root_runs_a_verifier_the_user_cannot_reach(void **)
@@ -541,8 +696,14 @@ static void root_verifies_beside_busy_threads(void **)
 	assert_true(runs >= 20);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	// Run as root's verifier by root_looks_end_at_their_deadline: a look
+	// that never answers.
+	if (argc > 1 && strcmp(argv[1], "look-child") == 0) {
+		for (;;)
+			pause();
+	}
 	// Root's verifications run the onramp-ckpt just built.
 	ckpt::set_verifier(ONRAMP_BUILDDIR "/contrib/tools/onramp-ckpt");
 	const struct CMUnitTest tests[] = {
@@ -555,11 +716,15 @@ int main(void)
 	    cmocka_unit_test(latest_tries_a_bounded_number_of_generations),
 	    cmocka_unit_test(prune_keeps_the_newest_verified),
 	    cmocka_unit_test(special_manifests_are_refused_unread),
+	    cmocka_unit_test(scan_lists_generations_and_their_commits),
+	    cmocka_unit_test(resumed_json_is_read_like_a_manifest),
 	    cmocka_unit_test(manifest_times_and_empty_lists_are_checked),
 	    cmocka_unit_test(duplicate_check_is_not_quadratic),
 	    cmocka_unit_test(budget_and_deadline_bound_the_work),
 	    cmocka_unit_test(a_racing_symlink_never_verifies),
 	    cmocka_unit_test(root_hashes_as_the_user),
+	    cmocka_unit_test(root_looks_as_the_user),
+	    cmocka_unit_test(root_looks_end_at_their_deadline),
 	    cmocka_unit_test(root_runs_a_verifier_the_user_cannot_reach),
 	    cmocka_unit_test(root_verifies_beside_busy_threads),
 	};

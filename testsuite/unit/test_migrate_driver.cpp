@@ -463,6 +463,21 @@ void test_checkpoint_of_another_user_is_refused(void **)
 	World w;
 	uid_t other = getuid() == 65534 ? 65533 : 65534;
 	w.slurm.jobs_.at(kJob).job.uid = other;
+	if (geteuid() == 0) {
+		// As root the directory is looked at as the job's user, who
+		// cannot enter it (root's, mode 0700): refused when planned,
+		// before anything is drained or signalled. Before, root listed
+		// it itself and went on.
+		migrate::Request r;
+		r.jobs = std::to_string(kJob);
+		r.to = "rack2";
+		migrate::Plan plan = w.plan(r);
+		assert_true(plan.bad);
+		assert_true(plan.planned.empty());
+		assert_true(w.slurm.actions.empty());
+		assert_true(w.journal()->list(kJob)->empty());
+		return;
+	}
 	migrate::CrashHook none;
 	w.migrate(none);
 	auto all = w.journal()->list(kJob);
@@ -471,10 +486,8 @@ void test_checkpoint_of_another_user_is_refused(void **)
 	const Migration &m = all->front();
 	assert_string_equal(m.state.c_str(), "ABORTED");
 	assert_contains(m.error, "new checkpoint is bad");
-	// As the user (not root) the owner check names both uids; as root
-	// the child that became the user cannot even open the directory.
-	if (getuid() != 0)
-		assert_contains(m.error, ("not by uid " + std::to_string(other)).c_str());
+	// As the user (not root) the owner check names both uids.
+	assert_contains(m.error, ("not by uid " + std::to_string(other)).c_str());
 	const auto &fj = w.slurm.jobs_.at(kJob);
 	assert_string_equal(fj.job.state.c_str(), "RUNNING");
 	assert_string_equal(fj.job.nodes.c_str(), "n1");
@@ -485,6 +498,9 @@ void test_checkpoint_of_another_user_is_refused(void **)
 // As root the job's user's checkpoint is verified by a child that became
 // the user: a shard the user cannot read (mode 0, his own file) fails even
 // though root could read it, and the same tree readable by him migrates.
+// The move is confirmed only by a resumed.json of his: one of root's (or
+// anyone else's) in his directory leaves it DONE but not confirmed (before,
+// root took it).
 void test_root_verifies_as_the_job_user(void **)
 {
 	if (geteuid() != 0) {
@@ -492,25 +508,39 @@ void test_root_verifies_as_the_job_user(void **)
 		return;
 	}
 	uid_t user = 65534;
-	for (int readable = 0; readable < 2; readable++) {
+	enum { Unreadable, Readable, ForeignResumed };
+	for (int c : {Unreadable, Readable, ForeignResumed}) {
 		World w;
 		w.slurm.jobs_.at(kJob).job.uid = user;
 		auto sig = w.slurm.on_signal;
 		w.slurm.on_signal = [&](FakeSlurm::FakeJob &j, int s) {
 			sig(j, s);
 			std::string gd = ckpt::generation_dir(w.ckpt, 2);
-			if (!readable)
+			if (c == Unreadable)
 				assert_int_equal(chmod((gd + "/model.bin").c_str(), 0), 0);
 			assert_int_equal(run_argv({"chown", "-R", std::to_string(user), w.dir}).rc,
 			                 0);
+		};
+		auto start = w.slurm.on_start;
+		w.slurm.on_start = [&](FakeSlurm::FakeJob &j) {
+			start(j); // resumed.json written as root
+			if (c != ForeignResumed)
+				assert_int_equal(
+				    chown((w.ckpt + "/resumed.json").c_str(), user, user), 0);
 		};
 		assert_int_equal(run_argv({"chown", "-R", std::to_string(user), w.dir}).rc, 0);
 		migrate::CrashHook none;
 		w.migrate(none);
 		auto all = w.journal()->list(kJob);
 		assert_true(all.ok());
-		if (readable) {
+		if (c == Readable) {
+			assert_string_equal(all->front().error.c_str(), "");
 			w.check_finished();
+		} else if (c == ForeignResumed) {
+			assert_string_equal(all->front().state.c_str(), "DONE");
+			assert_contains(all->front().error, "not confirmed");
+			assert_contains(all->front().error,
+			                "resumed.json is owned by uid 0, not by uid 65534");
 		} else {
 			assert_string_equal(all->front().state.c_str(), "ABORTED");
 			assert_contains(all->front().error, "model.bin");
