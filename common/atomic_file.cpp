@@ -28,6 +28,64 @@ Status errno_status(const char *what, const std::string &path)
 	return Status::Error(strprintf("%s %s: %s", what, path.c_str(), strerror(errno)));
 }
 
+// Closes a descriptor at the end of its scope.
+struct FdCloser {
+	int fd;
+	~FdCloser()
+	{
+		if (fd >= 0)
+			close(fd);
+	}
+};
+
+// dir opened for work relative to it, never through a symlink; *sb its
+// stat. Refused: a symlink, a non-directory, and (shared) a directory
+// every account may write, where anyone could put names beside ours.
+Result<int> open_state_dir(const std::string &dir, struct stat *sb, bool refuse_shared)
+{
+	int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		// O_DIRECTORY|O_NOFOLLOW on a symlink: ENOTDIR, or ELOOP.
+		struct stat lsb;
+		if (errno == ELOOP ||
+		    (errno == ENOTDIR && lstat(dir.c_str(), &lsb) == 0 && S_ISLNK(lsb.st_mode)))
+			return Status::Error(dir + ": a symlink, refused");
+		return errno_status("open directory", dir);
+	}
+	if (fstat(fd, sb) != 0) {
+		Status st = errno_status("stat", dir);
+		close(fd);
+		return st;
+	}
+	if (refuse_shared && (sb->st_mode & S_IWOTH)) {
+		close(fd);
+		return Status::Error(
+		    strprintf("%s: every account may write it (mode %04o), refused", dir.c_str(),
+		              static_cast<unsigned>(sb->st_mode & 07777)));
+	}
+	return fd;
+}
+
+// A file of this account (f, open at fd) in directory d loses the mode bits
+// outside mode and takes d's group (best effort: a tightening, never a
+// reason to fail the write).
+void restrict_file(int fd, const struct stat &f, const struct stat &d, mode_t mode)
+{
+	if (f.st_uid != geteuid())
+		return;
+	if (f.st_gid != d.st_gid)
+		(void)!fchown(fd, static_cast<uid_t>(-1), d.st_gid);
+	if (f.st_mode & 07777 & ~mode)
+		(void)fchmod(fd, f.st_mode & mode & 07777);
+}
+
+void split_path(const std::string &path, std::string *dir, std::string *base)
+{
+	*dir = dir_of(path);
+	size_t slash = path.rfind('/');
+	*base = slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
 } // namespace
 
 std::string file_stamp(const std::string &path)
@@ -69,7 +127,8 @@ Status fsync_dir(const std::string &dir)
 	return Status::Ok();
 }
 
-Status write_file_atomic(const std::string &path, const std::string &data, mode_t mode)
+Status write_file_atomic(const std::string &path, const std::string &data, mode_t mode,
+                         FileGroup group)
 {
 	if (path.empty() || path.back() == '/')
 		return Status::Error("write: not a file path: '" + path + "'");
@@ -91,6 +150,12 @@ Status write_file_atomic(const std::string &path, const std::string &data, mode_
 		p += n;
 		left -= static_cast<size_t>(n);
 	}
+	struct stat ds;
+	// The directory's group where this account may give it (root: any);
+	// elsewhere the file keeps the caller's.
+	if (st.ok() && group == FileGroup::Directory && stat(dir_of(path).c_str(), &ds) == 0 &&
+	    fchown(fd, static_cast<uid_t>(-1), ds.st_gid) != 0 && errno != EPERM)
+		st = errno_status("chown", tmpl);
 	if (st.ok() && fchmod(fd, mode) != 0)
 		st = errno_status("chmod", tmpl);
 	if (st.ok() && fsync(fd) != 0)
@@ -106,21 +171,12 @@ Status write_file_atomic(const std::string &path, const std::string &data, mode_
 	return fsync_dir(dir_of(path));
 }
 
-Result<std::string> read_file(const std::string &path, size_t max_bytes)
+namespace {
+
+// Read all of fd (closed here): a regular file of at most max_bytes.
+Result<std::string> read_fd(int fd, const std::string &path, size_t max_bytes)
 {
-	// O_NONBLOCK: a FIFO (or a device) in place of the file must not
-	// block the caller, which may be a daemon under its locks.
-	int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	struct stat sb;
-	if (fd < 0) {
-		int err = errno;
-		Status st = errno_status("open", path);
-		// Say what it is when that is why (a root-only FIFO in place of
-		// the file, read by an unprivileged slurmctld), as root is told.
-		if (err == EACCES && stat(path.c_str(), &sb) == 0 && !S_ISREG(sb.st_mode))
-			return Status::Error(strprintf("%s: not a regular file", path.c_str()));
-		return st;
-	}
 	if (fstat(fd, &sb) != 0) {
 		Status st = errno_status("stat", path);
 		close(fd);
@@ -159,12 +215,40 @@ Result<std::string> read_file(const std::string &path, size_t max_bytes)
 	return out;
 }
 
+} // namespace
+
+Result<std::string> read_file(const std::string &path, size_t max_bytes)
+{
+	// O_NONBLOCK: a FIFO (or a device) in place of the file must not
+	// block the caller, which may be a daemon under its locks.
+	int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0) {
+		int err = errno;
+		Status st = errno_status("open", path);
+		// Say what it is when that is why (a root-only FIFO in place of
+		// the file, read by an unprivileged slurmctld), as root is told.
+		struct stat sb;
+		if (err == EACCES && stat(path.c_str(), &sb) == 0 && !S_ISREG(sb.st_mode))
+			return Status::Error(strprintf("%s: not a regular file", path.c_str()));
+		return st;
+	}
+	return read_fd(fd, path, max_bytes);
+}
+
+Result<std::string> read_file_at(int dirfd, const std::string &name, const std::string &path,
+                                 size_t max_bytes)
+{
+	int fd =
+	    openat(dirfd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return errno_status("open", path);
+	return read_fd(fd, path, max_bytes);
+}
+
 int open_nofollow(const std::string &path, int flags, mode_t mode)
 {
-	size_t slash = path.rfind('/');
-	std::string dir =
-	    slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
-	std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+	std::string dir, base;
+	split_path(path, &dir, &base);
 	if (base.empty()) {
 		errno = EISDIR;
 		return -1;
@@ -197,6 +281,145 @@ Status make_dirs(const std::string &path, mode_t mode)
 	if (stat(path.c_str(), &sb) != 0 || !S_ISDIR(sb.st_mode))
 		return Status::Error("mkdir " + path + ": exists and is not a directory");
 	return Status::Ok();
+}
+
+Status make_private_dir(const std::string &dir)
+{
+	std::string path = dir, parent, base;
+	while (path.size() > 1 && path.back() == '/')
+		path.pop_back();
+	split_path(path, &parent, &base);
+	if (base.empty())
+		return Status::Error("mkdir: not a directory path: '" + path + "'");
+	if (parent != path) {
+		Status st = make_dirs(parent, 0755);
+		if (!st.ok())
+			return st;
+	}
+	if (mkdir(path.c_str(), 0750) != 0 && errno != EEXIST)
+		return errno_status("mkdir", path);
+	struct stat sb;
+	auto fd = open_state_dir(path, &sb, false);
+	if (!fd.ok())
+		return fd.status();
+	FdCloser closer{fd.value()};
+	if ((sb.st_mode & 007) && !(sb.st_mode & S_ISVTX) &&
+	    (sb.st_uid == geteuid() || geteuid() == 0) &&
+	    fchmod(fd.value(), sb.st_mode & 07770) != 0)
+		return errno_status("chmod", path);
+	return Status::Ok();
+}
+
+Result<int> open_log(const std::string &path, int64_t max_bytes, mode_t mode)
+{
+	std::string dir, base;
+	split_path(path, &dir, &base);
+	if (base.empty())
+		return Status::Error("log: not a file path: '" + path + "'");
+	struct stat ds, fs;
+	auto dfd = open_state_dir(dir, &ds, true);
+	if (!dfd.ok())
+		return dfd.status();
+	FdCloser closer{dfd.value()};
+	// Past the cap the log becomes .1: renamed within the directory just
+	// checked, a regular file only (a symlink is neither renamed nor
+	// followed by the open below).
+	if (fstatat(dfd.value(), base.c_str(), &fs, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISREG(fs.st_mode) && fs.st_size > max_bytes &&
+	    renameat(dfd.value(), base.c_str(), dfd.value(), (base + ".1").c_str()) != 0)
+		return errno_status("rotate", path);
+	// Created here (O_EXCL, which follows no symlink either): exactly mode,
+	// whatever the umask; else the existing file, checked below.
+	const int flags = O_WRONLY | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
+	int fd = openat(dfd.value(), base.c_str(), flags | O_CREAT | O_EXCL, mode);
+	const bool created = fd >= 0;
+	if (fd < 0 && errno == EEXIST)
+		fd = openat(dfd.value(), base.c_str(), flags);
+	if (fd < 0) {
+		if (errno == ELOOP)
+			return Status::Error(path + ": a symlink, refused");
+		return errno_status("open", path);
+	}
+	const char *bad = nullptr;
+	if (fstat(fd, &fs) != 0)
+		bad = "cannot be stat()ed";
+	else if (!S_ISREG(fs.st_mode))
+		bad = "not a regular file";
+	else if (fs.st_nlink != 1)
+		bad = "has other hard links";
+	else if (fs.st_uid != geteuid() && fs.st_uid != 0 && fs.st_uid != ds.st_uid)
+		bad = "owned by another account than this one, root or the directory's owner";
+	if (bad) {
+		close(fd);
+		return Status::Error(path + ": " + bad + ", refused");
+	}
+	if (created)
+		(void)fchmod(fd, mode);
+	restrict_file(fd, fs, ds, mode);
+	(void)fcntl(fd, F_SETFL, O_WRONLY | O_APPEND); // blocking again: a regular file
+	return fd;
+}
+
+Result<size_t> prune_files(const std::string &dir, const PruneSpec &spec)
+{
+	struct stat ds;
+	auto dfd = open_state_dir(dir, &ds, true);
+	if (!dfd.ok())
+		return dfd.status();
+	FdCloser closer{dfd.value()};
+	int lfd = dup(dfd.value());
+	DIR *d = lfd >= 0 ? fdopendir(lfd) : nullptr;
+	if (!d) {
+		if (lfd >= 0)
+			close(lfd);
+		return errno_status("read directory", dir);
+	}
+	struct Entry {
+		struct timespec mtime;
+		std::string name;
+	};
+	std::vector<Entry> files;
+	const size_t affix = spec.prefix.size() + spec.suffix.size();
+	while (struct dirent *e = readdir(d)) {
+		std::string n = e->d_name;
+		if (n.size() <= affix || n.compare(0, spec.prefix.size(), spec.prefix) != 0 ||
+		    n.compare(n.size() - spec.suffix.size(), spec.suffix.size(), spec.suffix) != 0)
+			continue;
+		struct stat sb;
+		if (fstatat(dfd.value(), n.c_str(), &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISREG(sb.st_mode))
+			files.push_back({sb.st_mtim, n});
+	}
+	closedir(d);
+	std::sort(files.begin(), files.end(), [](const Entry &a, const Entry &b) {
+		if (a.mtime.tv_sec != b.mtime.tv_sec)
+			return a.mtime.tv_sec > b.mtime.tv_sec;
+		if (a.mtime.tv_nsec != b.mtime.tv_nsec)
+			return a.mtime.tv_nsec > b.mtime.tv_nsec;
+		return a.name > b.name;
+	});
+	size_t removed = 0;
+	for (size_t i = 0; i < files.size(); i++) {
+		const std::string &n = files[i].name;
+		bool keep = i < spec.keep || (spec.protect && spec.protect(dfd.value(), n));
+		// unlinkat never follows: a symlink swapped in meanwhile is what
+		// goes, not its target.
+		if (!keep) {
+			if (unlinkat(dfd.value(), n.c_str(), 0) == 0)
+				removed++;
+			continue;
+		}
+		if (spec.keep_mode == 0)
+			continue;
+		int fd = openat(dfd.value(), n.c_str(),
+		                O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+		struct stat fs;
+		if (fd >= 0 && fstat(fd, &fs) == 0 && S_ISREG(fs.st_mode))
+			restrict_file(fd, fs, ds, spec.keep_mode);
+		if (fd >= 0)
+			close(fd);
+	}
+	return removed;
 }
 
 std::vector<std::string> list_dir(const std::string &dir)

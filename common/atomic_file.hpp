@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <sys/types.h>
 #include <vector>
@@ -13,12 +14,25 @@
 
 namespace onramp {
 
-Status write_file_atomic(const std::string &path, const std::string &data, mode_t mode = 0644);
+// Whose group a file gets: the caller's (as created), or its directory's.
+// Files that hold a node's hardware inventory (records, verdicts) are not
+// world-readable; root writes them in a directory SlurmUser owns, and
+// giving them that directory's group lets SlurmUser read them back.
+enum class FileGroup { Caller, Directory };
+
+// The file gets exactly mode (fchmod, whatever the umask), and the group
+// group says.
+Status write_file_atomic(const std::string &path, const std::string &data, mode_t mode = 0644,
+                         FileGroup group = FileGroup::Caller);
 
 // Read a whole regular file; refuses anything else (a FIFO, a directory, a
 // device: opened non-blocking, checked on the descriptor) and files larger
 // than max_bytes.
 Result<std::string> read_file(const std::string &path, size_t max_bytes = 64u << 20);
+// The same for name in the directory open at dirfd, never following a
+// symlink at name; path names it in errors.
+Result<std::string> read_file_at(int dirfd, const std::string &name, const std::string &path,
+                                 size_t max_bytes = 64u << 20);
 
 // Open path without following a symlink at its last two components: its
 // directory is opened O_DIRECTORY|O_NOFOLLOW and the file relative to it
@@ -31,6 +45,45 @@ int open_nofollow(const std::string &path, int flags, mode_t mode = 0644);
 
 // mkdir -p with mode for created directories.
 Status make_dirs(const std::string &path, mode_t mode = 0755);
+
+// A state directory that holds a node's hardware inventory (NodeStateDir,
+// its verdicts/): missing parents are made 0755, the directory itself 0750;
+// an existing one that other accounts may read, write or enter loses those
+// bits (through a descriptor opened without following a symlink; a symlink
+// there is refused; a sticky directory such as /tmp is shared by design and
+// left as it is).
+Status make_private_dir(const std::string &path);
+
+// The log files onramp appends to (NodeStateDir/jobcheck.log,
+// StateDir/trigger.log, StateDir/admit/orchestrate.log, a campaign's
+// admit.log). Root appends to some of them in a directory SlurmUser owns, so
+// everything happens relative to the directory opened O_DIRECTORY|O_NOFOLLOW
+// (a symlink there is refused, as is a directory every account may write):
+// when path is a regular file larger than max_bytes it is renamed to
+// path.1 (the previous .1 goes; a symlink is never renamed nor followed),
+// then path is opened O_WRONLY|O_APPEND|O_CREAT|O_NOFOLLOW|O_CLOEXEC (never
+// blocking on a FIFO) and must be a regular file with one link, owned by
+// this account, root or the directory's owner. A new file gets exactly
+// mode, whatever the umask; a file of this account loses the bits outside
+// mode and takes the directory's group. The descriptor, or why not
+// (naming path).
+Result<int> open_log(const std::string &path, int64_t max_bytes, mode_t mode = 0640);
+
+// Prune a directory of generated files (the verdicts of admission runs):
+// the regular files whose names start with prefix and end with suffix are
+// sorted newest first (mtime, then name) and all but the keep newest are
+// removed, except those protect(dirfd, name) keeps; those kept that this
+// account owns lose the bits outside keep_mode (when not 0) and take the
+// directory's group. Symlinks and every other name are left alone, never
+// followed. The directory is opened as open_log opens it. How many files
+// were removed, or why nothing could be done.
+struct PruneSpec {
+	std::string prefix, suffix;
+	size_t keep = 0;
+	std::function<bool(int dirfd, const std::string &name)> protect; // may be empty
+	mode_t keep_mode = 0;
+};
+Result<size_t> prune_files(const std::string &dir, const PruneSpec &spec);
 
 // The names in dir, sorted, without those starting with '.'; empty when
 // dir cannot be read.

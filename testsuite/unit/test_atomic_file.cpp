@@ -2,10 +2,14 @@
 #include "unit.hpp"
 
 #include <cerrno>
+#include <ctime>
 #include <dirent.h>
 #include <fcntl.h>
-#include <unistd.h>
+#include <pwd.h>
+#include <set>
 #include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
 
 #include "atomic_file.hpp"
 
@@ -90,6 +94,222 @@ static void make_dirs_nested(void **)
 	assert_false(make_dirs(dir + "/f").ok());
 }
 
+static mode_t mode_of(const std::string &path)
+{
+	struct stat sb;
+	if (lstat(path.c_str(), &sb) != 0) {
+		print_error("%s: cannot stat\n", path.c_str());
+		fail();
+	}
+	return sb.st_mode & 07777;
+}
+
+// Set path's mtime (not following a symlink) to now - age_s.
+static void age(const std::string &path, int age_s)
+{
+	struct timespec t[2];
+	clock_gettime(CLOCK_REALTIME, &t[0]);
+	t[0].tv_sec -= age_s;
+	t[1] = t[0];
+	assert_int_equal(utimensat(AT_FDCWD, path.c_str(), t, AT_SYMLINK_NOFOLLOW), 0);
+}
+
+static std::set<std::string> names(const std::string &dir)
+{
+	auto v = list_dir(dir);
+	return std::set<std::string>(v.begin(), v.end());
+}
+
+// Inventory-bearing files are never world-readable, whatever the umask:
+// write_file_atomic gives exactly the mode asked; a private directory is
+// made 0750, an existing loose one tightened, a sticky shared one left.
+static void modes_hold_with_umask_0(void **)
+{
+	mode_t old = umask(0);
+	std::string dir = unit_tmpdir(), priv = dir + "/node/state";
+	assert_true(make_private_dir(priv).ok());
+	assert_int_equal(mode_of(priv), 0750);
+	assert_int_equal(mode_of(dir + "/node"), 0755);
+	assert_true(write_file_atomic(priv + "/r.json", "x", 0640).ok());
+	assert_int_equal(mode_of(priv + "/r.json"), 0640);
+	assert_int_equal(chmod(priv.c_str(), 0777), 0);
+	assert_true(make_private_dir(priv + "/").ok());
+	assert_int_equal(mode_of(priv), 0770);
+	std::string shared = dir + "/tmp";
+	assert_int_equal(mkdir(shared.c_str(), 01777), 0);
+	assert_true(make_private_dir(shared).ok());
+	assert_int_equal(mode_of(shared), 01777);
+	assert_int_equal(symlink(priv.c_str(), (dir + "/linked").c_str()), 0);
+	Status st = make_private_dir(dir + "/linked");
+	assert_false(st.ok());
+	assert_contains(st.message(), "symlink");
+	assert_int_equal(mode_of(priv), 0770);
+	umask(old);
+}
+
+// FileGroup::Directory: a file root writes in SlurmUser's directory takes
+// that directory's group, so SlurmUser reads it back at 0640.
+static void write_file_atomic_takes_the_directorys_group(void **)
+{
+	if (geteuid() != 0)
+		skip();
+	struct passwd *pw = getpwnam("nobody");
+	if (!pw)
+		skip();
+	std::string dir = unit_tmpdir();
+	assert_int_equal(chown(dir.c_str(), pw->pw_uid, pw->pw_gid), 0);
+	assert_true(write_file_atomic(dir + "/r.json", "x", 0640, FileGroup::Directory).ok());
+	assert_true(write_file_atomic(dir + "/c.json", "x", 0640).ok());
+	struct stat sb;
+	assert_int_equal(stat((dir + "/r.json").c_str(), &sb), 0);
+	assert_int_equal(sb.st_gid, pw->pw_gid);
+	assert_int_equal(sb.st_uid, 0);
+	assert_int_equal(stat((dir + "/c.json").c_str(), &sb), 0);
+	assert_int_equal(sb.st_gid, getegid());
+}
+
+// open_log: past the cap the log becomes .1 (the previous .1 replaced),
+// below it it grows; a new log is 0640 even with umask 0, an existing
+// looser one is tightened.
+static void open_log_rotates_at_the_cap(void **)
+{
+	mode_t old = umask(0);
+	std::string dir = unit_tmpdir(), log = dir + "/jobcheck.log";
+	auto fd = open_log(log, 10, 0640);
+	assert_true(fd.ok());
+	assert_int_equal(write(fd.value(), "0123456789", 10), 10);
+	close(fd.value());
+	assert_int_equal(mode_of(log), 0640);
+	fd = open_log(log, 10, 0640);
+	assert_true((fcntl(fd.value(), F_GETFD) & FD_CLOEXEC) != 0);
+	close(fd.value());
+	// At the cap (not past it): appended to.
+	fd = open_log(log, 10, 0640);
+	assert_int_equal(write(fd.value(), "A", 1), 1);
+	close(fd.value());
+	assert_string_equal(read_file(log).value().c_str(), "0123456789A");
+	assert_int_equal(access((log + ".1").c_str(), F_OK), -1);
+	// Past it: renamed to .1, a fresh log.
+	assert_true(write_file_atomic(log + ".1", "older", 0644).ok());
+	fd = open_log(log, 10, 0640);
+	assert_true(fd.ok());
+	assert_int_equal(write(fd.value(), "B", 1), 1);
+	close(fd.value());
+	assert_string_equal(read_file(log).value().c_str(), "B");
+	assert_string_equal(read_file(log + ".1").value().c_str(), "0123456789A");
+	assert_int_equal(chmod(log.c_str(), 0666), 0);
+	fd = open_log(log, 10, 0640);
+	assert_true(fd.ok());
+	close(fd.value());
+	assert_int_equal(mode_of(log), 0640);
+	// A log root and SlurmUser share is created 0660 under any umask.
+	umask(022);
+	fd = open_log(dir + "/orchestrate.log", 10, 0660);
+	assert_true(fd.ok());
+	close(fd.value());
+	assert_int_equal(mode_of(dir + "/orchestrate.log"), 0660);
+	umask(old);
+}
+
+// Root appending in a directory another account owns: a symlink at the
+// log, at its .1 or at the directory is neither followed nor given what
+// it points at; a hard link, a FIFO (never blocking) and a directory
+// every account may write are refused.
+static void open_log_follows_no_symlink(void **)
+{
+	std::string dir = unit_tmpdir(), victim = dir + "/victim", logs = dir + "/logs";
+	std::string big(64, 'v');
+	assert_true(write_file_atomic(victim, big, 0600).ok());
+	assert_int_equal(mkdir(logs.c_str(), 0755), 0);
+	// The log a symlink (to a file past the cap): not rotated, not opened.
+	assert_int_equal(symlink(victim.c_str(), (logs + "/a.log").c_str()), 0);
+	auto fd = open_log(logs + "/a.log", 10, 0640);
+	assert_false(fd.ok());
+	assert_contains(fd.status().message(), "symlink");
+	assert_int_equal(mode_of(logs + "/a.log"), 0777); // still the link
+	assert_int_equal(access((logs + "/a.log.1").c_str(), F_OK), -1);
+	// Its .1 a symlink: the rotation replaces the link, the victim stays.
+	assert_true(write_file_atomic(logs + "/b.log", big, 0640).ok());
+	assert_int_equal(symlink(victim.c_str(), (logs + "/b.log.1").c_str()), 0);
+	fd = open_log(logs + "/b.log", 10, 0640);
+	assert_true(fd.ok());
+	close(fd.value());
+	struct stat sb;
+	assert_int_equal(lstat((logs + "/b.log.1").c_str(), &sb), 0);
+	assert_true(S_ISREG(sb.st_mode));
+	// The directory a symlink.
+	assert_int_equal(symlink(logs.c_str(), (dir + "/linked").c_str()), 0);
+	fd = open_log(dir + "/linked/c.log", 10, 0640);
+	assert_false(fd.ok());
+	assert_contains(fd.status().message(), "symlink");
+	assert_int_equal(access((logs + "/c.log").c_str(), F_OK), -1);
+	// A hard link to another file; a FIFO.
+	assert_int_equal(link(victim.c_str(), (logs + "/d.log").c_str()), 0);
+	fd = open_log(logs + "/d.log", 1 << 20, 0640);
+	assert_false(fd.ok());
+	assert_contains(fd.status().message(), "hard links");
+	assert_int_equal(mkfifo((logs + "/e.log").c_str(), 0644), 0);
+	fd = open_log(logs + "/e.log", 1 << 20, 0640);
+	assert_false(fd.ok());
+	assert_string_equal(read_file(victim).value().c_str(), big.c_str());
+	assert_int_equal(mode_of(victim), 0600);
+	// A directory every account may write.
+	assert_int_equal(chmod(logs.c_str(), 0777), 0);
+	fd = open_log(logs + "/f.log", 1 << 20, 0640);
+	assert_false(fd.ok());
+	assert_contains(fd.status().message(), "every account may write");
+}
+
+// prune_files keeps the newest N matching regular files and those
+// protected; other names and symlinks are left alone, never followed; the
+// kept ones are tightened to keep_mode.
+static void prune_files_keeps_the_newest_and_the_protected(void **)
+{
+	std::string dir = unit_tmpdir(), v = dir + "/verdicts", victim = dir + "/victim.json";
+	assert_int_equal(mkdir(v.c_str(), 0750), 0);
+	assert_true(write_file_atomic(victim, "root's", 0600).ok());
+	age(victim, 9000);
+	for (int i = 1; i <= 6; i++) {
+		std::string f = v + "/verdict." + std::to_string(i) + ".json";
+		assert_true(write_file_atomic(f, std::to_string(i), 0644).ok());
+		age(f, 1000 - i * 100); // verdict.6 the newest
+	}
+	assert_true(write_file_atomic(v + "/notes.txt", "mine", 0644).ok());
+	assert_true(write_file_atomic(v + "/verdict.x.json.tmp.abc", "tmp", 0644).ok());
+	age(v + "/notes.txt", 9000);
+	assert_int_equal(symlink(victim.c_str(), (v + "/verdict.0.json").c_str()), 0);
+	age(v + "/verdict.0.json", 9000);
+	assert_int_equal(mkdir((v + "/verdict.d.json").c_str(), 0755), 0);
+	PruneSpec spec;
+	spec.prefix = "verdict.";
+	spec.suffix = ".json";
+	spec.keep = 3;
+	spec.keep_mode = 0640;
+	std::vector<std::string> asked;
+	spec.protect = [&](int, const std::string &name) {
+		asked.push_back(name);
+		return name == "verdict.2.json";
+	};
+	auto n = prune_files(v, spec);
+	assert_true(n.ok());
+	assert_int_equal(n.value(), 2);
+	std::set<std::string> want = {"verdict.6.json", "verdict.5.json", "verdict.4.json",
+	                              "verdict.2.json", "notes.txt",      "verdict.x.json.tmp.abc",
+	                              "verdict.0.json", "verdict.d.json"};
+	assert_true(names(v) == want);
+	// Only the ones past the newest three were asked about.
+	assert_int_equal(asked.size(), 3);
+	for (const char *k : {"verdict.6.json", "verdict.4.json", "verdict.2.json"})
+		assert_int_equal(mode_of(v + "/" + k), 0640);
+	assert_int_equal(mode_of(v + "/notes.txt"), 0644);
+	assert_string_equal(read_file(victim).value().c_str(), "root's");
+	assert_int_equal(mode_of(victim), 0600);
+	// Nothing more to do; a symlinked directory is refused.
+	assert_int_equal(prune_files(v, spec).value(), 0);
+	assert_int_equal(symlink(v.c_str(), (dir + "/linked").c_str()), 0);
+	assert_false(prune_files(dir + "/linked", spec).ok());
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -98,6 +318,11 @@ int main(void)
 	    cmocka_unit_test(open_nofollow_refuses_a_symlinked_file_or_directory),
 	    cmocka_unit_test(read_file_refuses_oversize),
 	    cmocka_unit_test(make_dirs_nested),
+	    cmocka_unit_test(modes_hold_with_umask_0),
+	    cmocka_unit_test(write_file_atomic_takes_the_directorys_group),
+	    cmocka_unit_test(open_log_rotates_at_the_cap),
+	    cmocka_unit_test(open_log_follows_no_symlink),
+	    cmocka_unit_test(prune_files_keeps_the_newest_and_the_protected),
 	};
 	return cmocka_run_group_tests_name("atomic_file", tests, NULL, NULL);
 }
