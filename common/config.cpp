@@ -33,6 +33,9 @@ const std::vector<KeySpec> &config_schema()
 	     "onramp's state: admission records, journal"},
 	    {"NodeStateDir", KeyType::Path, "/var/lib/onramp/node", nullptr, 0, 0,
 	     "per-node admission records on the node itself (%n expands to the node name)"},
+	    {"VerdictsKept", KeyType::Int, "50", nullptr, 1, 100000,
+	     "how many admission verdicts each node keeps in <NodeStateDir>/verdicts (the newest; "
+	     "the one its admission record holds is kept too)"},
 	    {"BootIdFile", KeyType::Path, "/proc/sys/kernel/random/boot_id", nullptr, 0, 0,
 	     "where the node's boot identity is read (%n expands to the node name)"},
 	    {"BaselineDir", KeyType::Path, "/etc/slurm/onramp/baselines", nullptr, 0, 0,

@@ -43,9 +43,10 @@ void usage(FILE *f)
 	    "       %s orchestrate [--timeout S] [--no-wait] [--json] --job-program PATH "
 	    "NODES\n"
 	    "       %s nodes [NODES] | node (drain|resume|reserve|unreserve) NODE | slurm-user\n"
+	    "       %s prune-verdicts [--conf FILE] [--node NAME]\n"
 	    "checks: inventory,versions,gpu_health,mem_bw,nccl_allreduce,fabric,topology\n"
 	    "exit status: 0 pass, 1 fail, 2 could not judge\n",
-	    kProg, kProg, kProg, kProg, kProg);
+	    kProg, kProg, kProg, kProg, kProg, kProg);
 }
 
 std::string default_node()
@@ -59,7 +60,7 @@ std::string default_node()
 }
 
 struct Options {
-	std::string mode; // "", "pair", "pair-rank"
+	std::string mode; // "", "pair", "pair-rank", "prune-verdicts"
 	std::string conf, node, checks, peers, rendezvous;
 	std::string reason_file; // where to write "onramp:<CODE>: <detail>"
 	bool reregister = false; // SIGHUP the node's slurmd after recording
@@ -153,6 +154,19 @@ int cmd_pair_rank(const Options &o, const Config &cfg)
 	return r.ok() && r->measured ? kExitPass : kExitFail;
 }
 
+// The admission job's housekeeping: VerdictsKept verdicts and the one the
+// record holds stay (prune_verdicts). Exit 0, or 2 naming why not.
+int cmd_prune_verdicts(const Options &o, const Config &cfg)
+{
+	auto n = prune_verdicts(cfg, o.node);
+	if (!n.ok()) {
+		fprintf(stderr, "%s: %s: verdicts not pruned: %s\n", kProg, o.node.c_str(),
+		        n.status().message().c_str());
+		return kExitUnjudged;
+	}
+	return kExitPass;
+}
+
 } // namespace
 
 namespace onramp {
@@ -169,7 +183,8 @@ int main(int argc, char **argv)
 	log_set_program(kProg);
 	Options o;
 	int first = 1;
-	if (argc > 1 && (!strcmp(argv[1], "pair") || !strcmp(argv[1], "pair-rank"))) {
+	if (argc > 1 && (!strcmp(argv[1], "pair") || !strcmp(argv[1], "pair-rank") ||
+	                 !strcmp(argv[1], "prune-verdicts"))) {
 		o.mode = argv[1];
 		first = 2;
 	}
@@ -210,6 +225,8 @@ int main(int argc, char **argv)
 
 	if (o.mode == "pair-rank")
 		return cmd_pair_rank(o, cfg.value());
+	if (o.mode == "prune-verdicts")
+		return cmd_prune_verdicts(o, cfg.value());
 	if (o.mode == "pair" && o.peers.empty())
 		return unjudged(o, "pair: give --peer NODE or --peers HOSTLIST");
 	if (o.mode == "pair" && !o.checks.empty())

@@ -22,9 +22,19 @@ const char *const kRecordPass = "PASS";
 const char *const kRecordFail = "FAIL";
 const char *const kRecordRevoked = "REVOKED";
 
+namespace {
+// The most bytes a record (and so the verdict it holds) may have.
+constexpr size_t kRecordMaxBytes = 4u << 20;
+} // namespace
+
 std::string record_path(const Config &cfg, const std::string &node)
 {
 	return expand_node(cfg.str("NodeStateDir"), node) + "/admission.json";
+}
+
+std::string verdicts_dir(const Config &cfg, const std::string &node)
+{
+	return expand_node(cfg.str("NodeStateDir"), node) + "/verdicts";
 }
 
 Result<std::string> baseline_path(const Config &cfg)
@@ -194,20 +204,24 @@ Result<Record> Record::from_json(const json_t *j, const std::string &origin)
 
 Status write_record(const std::string &path, const Record &rec)
 {
+	// The record (its verdict) holds the node's hardware inventory:
+	// serials, MACs, UUIDs. Readable by root and by SlurmUser through the
+	// group of NodeStateDir (SlurmUser's), by no one else.
 	size_t slash = path.rfind('/');
 	if (slash != std::string::npos && slash > 0) {
-		Status st = make_dirs(path.substr(0, slash));
+		Status st = make_private_dir(path.substr(0, slash));
 		if (!st.ok())
 			return st;
 	}
-	return write_file_atomic(path, rec.to_json().dump(true) + "\n", 0644);
+	return write_file_atomic(path, rec.to_json().dump(true) + "\n", kRecordMode,
+	                         FileGroup::Directory);
 }
 
 Result<Record> read_record(const std::string &path, bool *missing)
 {
 	if (missing)
 		*missing = false;
-	auto text = read_file(path, 4u << 20);
+	auto text = read_file(path, kRecordMaxBytes);
 	if (!text.ok()) {
 		if (missing && access(path.c_str(), F_OK) != 0 && errno == ENOENT)
 			*missing = true;
@@ -217,6 +231,34 @@ Result<Record> read_record(const std::string &path, bool *missing)
 	if (!j.ok())
 		return j.status();
 	return Record::from_json(j->get(), path);
+}
+
+Result<size_t> prune_verdicts(const Config &cfg, const std::string &node)
+{
+	const std::string dir = verdicts_dir(cfg, node);
+	Status st = make_private_dir(dir);
+	if (!st.ok())
+		return st;
+	auto rec = read_record(record_path(cfg, node));
+	const Json held = rec.ok() ? rec->verdict : Json();
+	PruneSpec spec;
+	spec.prefix = "verdict.";
+	spec.suffix = ".json";
+	spec.keep = static_cast<size_t>(cfg.integer("VerdictsKept"));
+	spec.keep_mode = kRecordMode;
+	spec.protect = [&](int dirfd, const std::string &name) {
+		// Larger than a record may be (read_record): not the one it holds.
+		struct stat sb;
+		if (!held || fstatat(dirfd, name.c_str(), &sb, AT_SYMLINK_NOFOLLOW) != 0 ||
+		    !S_ISREG(sb.st_mode) || static_cast<uint64_t>(sb.st_size) > kRecordMaxBytes)
+			return false;
+		auto text = read_file_at(dirfd, name, dir + "/" + name, kRecordMaxBytes);
+		if (!text.ok())
+			return true; // cannot tell: kept
+		auto j = json_parse(text.value(), dir + "/" + name);
+		return j.ok() && json_equal(j->get(), held.get());
+	};
+	return prune_files(dir, spec);
 }
 
 Status revoke_record(const Config &cfg, const std::string &node, const std::string &code,

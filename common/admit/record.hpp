@@ -10,6 +10,7 @@
 #pragma once
 
 #include <string>
+#include <sys/types.h>
 
 #include "config.hpp"
 #include "json.hpp"
@@ -20,6 +21,14 @@ namespace admit {
 
 // <NodeStateDir with %n (onramp::expand_node)>/admission.json.
 std::string record_path(const Config &cfg, const std::string &node);
+// <NodeStateDir with %n>/verdicts: one verdict.<JOBID>.json per admission
+// run (written by onramp-admission-job from onramp-admit's stdout).
+std::string verdicts_dir(const Config &cfg, const std::string &node);
+
+// Records and verdicts hold the node's hardware inventory (serials, MACs,
+// UUIDs): readable by their writer (root or SlurmUser) and by the group of
+// NodeStateDir (SlurmUser's), never by every account.
+constexpr mode_t kRecordMode = 0640;
 // <BaselineDir>/<Sku>.json; an error when Sku is not set.
 Result<std::string> baseline_path(const Config &cfg);
 
@@ -61,6 +70,15 @@ Result<Record> read_record(const std::string &path, bool *missing = nullptr);
 // verdict is kept. A missing record is created so the revocation sticks.
 Status revoke_record(const Config &cfg, const std::string &node, const std::string &code,
                      const std::string &detail, const std::string &status = kRecordRevoked);
+
+// Keep the newest VerdictsKept verdicts in verdicts_dir (mtime, then name)
+// and the one the node's admission record holds (its verdict, compared as
+// JSON); remove the older ones. Regular files named verdict.*.json only:
+// other names and symlinks are left alone, never followed. Those kept that
+// this account wrote lose the mode bits outside kRecordMode and take the
+// directory's group, so SlurmUser can read root's. A verdict that cannot be
+// read is kept. How many were removed, or why none could be.
+Result<size_t> prune_verdicts(const Config &cfg, const std::string &node);
 
 enum class Judgement { Admitted, NotAdmitted, BaselineChanged, Unknown };
 // Is node admitted for its current boot and baseline? why says why

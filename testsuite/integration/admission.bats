@@ -314,12 +314,42 @@ teardown() {
 	wait "$pid"
 	rm -f "$log"
 	mv "$log.keep" "$log" 2>/dev/null || true
-	# The admission that restores the node prunes verdicts past 30 days.
-	local vdir=$ONRAMP_CLUSTER_DIR/nodes/$node/onramp/verdicts
-	touch -d '40 days ago' "$vdir/verdict.old.json"
-	touch -d '2 days ago' "$vdir/verdict.recent.json"
+	# The admission that restores the node keeps its newest VerdictsKept
+	# (50) verdicts however many older ones there are; a symlink and
+	# another file there are left alone, the link's target untouched.
+	local dir=$ONRAMP_CLUSTER_DIR/nodes/$node/onramp i
+	local vdir=$dir/verdicts
+	for i in $(seq 60); do
+		echo '{}' >"$vdir/verdict.old$i.json"
+		touch -d '40 days ago' "$vdir/verdict.old$i.json"
+	done
+	ln -s "$victim" "$vdir/verdict.link.json"
+	touch -h -d '50 days ago' "$vdir/verdict.link.json"
+	echo "an admin's note" >"$vdir/notes.txt"
 	restore_nodes "$node"
-	[ ! -e "$vdir/verdict.old.json" ]
-	[ -e "$vdir/verdict.recent.json" ]
-	rm -f "$vdir/verdict.recent.json"
+	# Before: every one of them kept (only verdicts past 30 days went).
+	[ "$(find "$vdir" -maxdepth 1 -type f -name 'verdict.*.json' | wc -l)" -eq 50 ]
+	[ ! -e "$vdir/verdict.old1.json" ]
+	[ -L "$vdir/verdict.link.json" ]
+	[ "$(cat "$victim")" = untouched ]
+	[ -e "$vdir/notes.txt" ]
+	rm -f "$vdir"/verdict.old*.json "$vdir/verdict.link.json" "$vdir/notes.txt"
+	# The record, the verdicts and jobcheck.log hold the node's inventory
+	# and its jobs: readable by no other account. Before: 0644 in 0755.
+	local newest
+	newest=$(find "$vdir" -maxdepth 1 -type f -name 'verdict.*.json' -printf '%T@ %p\n' | sort -n | tail -1 | cut -d' ' -f2-)
+	stat -c '%a %U:%G %n' "$dir" "$vdir" "$dir/admission.json" "$newest"
+	[ "$(stat -c %a "$dir/admission.json")" = 640 ]
+	[ "$(stat -c %a "$newest")" = 640 ]
+	# (jobcheck.log exists once a job ran on the node: earlier tests.)
+	[ ! -e "$log" ] || [ "$(stat -c %a "$log")" = 640 ]
+	[ "$(stat -c %a "$dir")" = 750 ]
+	[ "$(stat -c %a "$vdir")" = 750 ]
+	# Their group is NodeStateDir's, so SlurmUser reads what root wrote.
+	[ "$(stat -c %g "$dir/admission.json")" = "$(stat -c %g "$dir")" ]
+	[ "$(stat -c %g "$newest")" = "$(stat -c %g "$vdir")" ]
+	run as_user cat "$dir/admission.json"
+	[ "$status" -ne 0 ]
+	run as_user cat "$newest"
+	[ "$status" -ne 0 ]
 }

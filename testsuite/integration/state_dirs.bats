@@ -91,3 +91,33 @@ EOS
 	[ ! -L "$T/state/verdicts/verdict.manual.json" ]
 	grep -q '"verdict": "pass"' "$T/state/verdicts/verdict.manual.json"
 }
+
+@test "the admission job writes its verdict readable by no other account, whatever the job's umask" {
+	local bin=$T/bin v=$T/state/verdicts/verdict.manual.json
+	mkdir -p "$bin"
+	printf '#!/bin/bash\necho %q\n' "$T/state" >"$bin/onramp-config"
+	echo "NodeStateDir=$T/state" >"$T/onramp.conf"
+	# A stand-in onramp-admit that prints a verdict; the pruning is the
+	# real one.
+	cat >"$bin/onramp-admit" <<EOS
+#!/bin/bash
+[ "\$1" != prune-verdicts ] || exec "$ONRAMP_REPO/node_features/onramp-admit" "\$@" --conf "$T/onramp.conf"
+while [ \$# -gt 0 ]; do [ "\$1" = --reason-file ] && echo "onramp:OK" >"\$2"; shift; done
+echo '{"verdict": "pass", "serial": "1650921000001"}'
+EOS
+	chmod +x "$bin/onramp-config" "$bin/onramp-admit"
+	# A job submitted under umask 0 (slurmd gives the job the submitter's).
+	run bash -c 'umask 0; exec "$@"' _ env -u SLURM_JOB_ID ONRAMP_LIBEXEC="$bin" \
+		SLURMD_NODENAME=node1 "$ONRAMP_REPO/contrib/libexec/onramp-admission-job"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output != *"not pruned"* ]]
+	stat -c '%a %U:%G %n' "$T/state" "$T/state/verdicts" "$v"
+	# Before: 0666 in a 0777 verdicts/.
+	[ "$(stat -c %a "$v")" = 640 ]
+	[ "$(stat -c %a "$T/state/verdicts")" = 750 ]
+	# Root's verdict in SlurmUser's directory takes its group, so
+	# SlurmUser reads it back.
+	[ "$(stat -c %U "$T/state/verdicts")" = nobody ]
+	[ "$(stat -c %g "$v")" = "$(id -g nobody)" ]
+}

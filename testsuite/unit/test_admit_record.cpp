@@ -5,6 +5,7 @@
 #include <cstring>
 #include <ctime>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "admit/record.hpp"
@@ -171,6 +172,85 @@ static void revoke_keeps_verdict_and_blocks(void **)
 	assert_int_equal(judge(c, "n2", &why), Judgement::NotAdmitted);
 }
 
+static mode_t mode_of(const std::string &path)
+{
+	struct stat sb;
+	assert_int_equal(stat(path.c_str(), &sb), 0);
+	return sb.st_mode & 07777;
+}
+
+// The record holds the node's hardware inventory: 0640 even with umask 0,
+// in a NodeStateDir made 0750; a record or directory left world-readable
+// by an older onramp is tightened when next written.
+static void record_is_not_world_readable(void **)
+{
+	mode_t old = umask(0);
+	AdmitFixture fx;
+	Config c = fx.config();
+	fx.boot("n1", "boot-A");
+	assert_true(write_record(fx.record("n1"), pass_record(fx, "n1", "boot-A")).ok());
+	assert_int_equal(mode_of(fx.record("n1")), 0640);
+	assert_int_equal(mode_of(fx.state_dir + "/n1"), 0750);
+	assert_int_equal(chmod(fx.record("n1").c_str(), 0644), 0);
+	assert_int_equal(chmod((fx.state_dir + "/n1").c_str(), 0755), 0);
+	assert_true(revoke_record(c, "n1", "XID_CRITICAL", "x").ok());
+	assert_int_equal(mode_of(fx.record("n1")), 0640);
+	assert_int_equal(mode_of(fx.state_dir + "/n1"), 0750);
+	umask(old);
+}
+
+// Write verdict.<id>.json in n1's verdicts/ with text, age_s old.
+static std::string put_verdict(AdmitFixture &fx, const std::string &id, const std::string &text,
+                               int age_s)
+{
+	std::string f = fx.state_dir + "/n1/verdicts/verdict." + id + ".json";
+	put(f, text);
+	struct timespec t[2];
+	clock_gettime(CLOCK_REALTIME, &t[0]);
+	t[0].tv_sec -= age_s;
+	t[1] = t[0];
+	assert_int_equal(utimensat(AT_FDCWD, f.c_str(), t, AT_SYMLINK_NOFOLLOW), 0);
+	return f;
+}
+
+// VerdictsKept newest verdicts stay, and the one the record holds however
+// old; unreadable-as-JSON old ones and those past the count go; other
+// names and symlinks stay, their targets untouched.
+static void prune_verdicts_keeps_the_newest_and_the_recorded_one(void **)
+{
+	AdmitFixture fx("sim", "VerdictsKept=2\n");
+	Config c = fx.config();
+	fx.boot("n1", "boot-A");
+	Record r = pass_record(fx, "n1", "boot-A");
+	r.verdict.set("time", "2025-05-01T12:00:00Z");
+	assert_true(write_record(fx.record("n1"), r).ok());
+	std::string held = put_verdict(fx, "100", r.verdict.dump(true) + "\n", 5000);
+	put_verdict(fx, "101", "{\"status\": \"FAIL\"}\n", 4000);
+	put_verdict(fx, "102", "not json", 3000);
+	put_verdict(fx, "103", "{\"status\": \"PASS\"}\n", 200);
+	put_verdict(fx, "104", "{\"status\": \"PASS\"}\n", 100);
+	std::string vdir = fx.state_dir + "/n1/verdicts", victim = fx.dir + "/victim.json";
+	put(victim, r.verdict.dump());
+	assert_int_equal(symlink(victim.c_str(), (vdir + "/verdict.999.json").c_str()), 0);
+	put(vdir + "/README", "an admin's note");
+	auto n = prune_verdicts(c, "n1");
+	assert_true(n.ok());
+	assert_int_equal(n.value(), 2);
+	auto left = list_dir(vdir);
+	std::vector<std::string> want = {"README", "verdict.100.json", "verdict.103.json",
+	                                 "verdict.104.json", "verdict.999.json"};
+	assert_true(left == want);
+	assert_int_equal(mode_of(held), 0640);
+	assert_int_equal(mode_of(victim), 0644);
+	assert_string_equal(slurp(victim).c_str(), r.verdict.dump().c_str());
+	// Once the record holds another verdict, the old one goes too.
+	r.verdict = Json::object();
+	r.verdict.set("status", "PASS").set("time", "2025-05-02T12:00:00Z");
+	assert_true(write_record(fx.record("n1"), r).ok());
+	assert_int_equal(prune_verdicts(c, "n1").value(), 1);
+	assert_int_equal(access(held.c_str(), F_OK), -1);
+}
+
 static void c_api_admission_check(void **)
 {
 	AdmitFixture fx;
@@ -211,6 +291,8 @@ int main(void)
 	    cmocka_unit_test(judge_cannot_judge_without_inputs),
 	    cmocka_unit_test(revoke_keeps_verdict_and_blocks),
 	    cmocka_unit_test(c_api_admission_check),
+	    cmocka_unit_test(record_is_not_world_readable),
+	    cmocka_unit_test(prune_verdicts_keeps_the_newest_and_the_recorded_one),
 	};
 	return cmocka_run_group_tests_name("admit_record", tests, NULL, NULL);
 }

@@ -61,6 +61,8 @@ static void malformed_values_are_refused(void **)
 	     "onramp_ok)"},
 	    {"AdmittedFeature=onramp_unadmitted\n",
 	     "t.conf:1: key 'UnadmittedFeature': must differ"},
+	    {"VerdictsKept=0\n", "t.conf:1: key 'VerdictsKept': 0 is out of range [1, 100000]"},
+	    {"VerdictsKept=many\n", "key 'VerdictsKept': 'many' is not an integer"},
 	};
 	for (auto &tc : cases) {
 		auto c = Config::parse(tc.text, "t.conf");
