@@ -36,6 +36,9 @@ const std::vector<KeySpec> &config_schema()
 	    {"VerdictsKept", KeyType::Int, "50", nullptr, 1, 100000,
 	     "how many admission verdicts each node keeps in <NodeStateDir>/verdicts (the newest; "
 	     "the one its admission record holds is kept too)"},
+	    {"LogMaxBytes", KeyType::Int, "4194304", nullptr, 4096, 1073741824,
+	     "size past which onramp's log files (jobcheck.log, trigger.log, orchestrate.log, a "
+	     "campaign's admit.log) become <log>.1, replacing the previous one"},
 	    {"BootIdFile", KeyType::Path, "/proc/sys/kernel/random/boot_id", nullptr, 0, 0,
 	     "where the node's boot identity is read (%n expands to the node name)"},
 	    {"BaselineDir", KeyType::Path, "/etc/slurm/onramp/baselines", nullptr, 0, 0,

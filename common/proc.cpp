@@ -56,7 +56,7 @@ void trim_newlines(std::string *s)
 
 } // namespace
 
-bool detach_process(const std::string &log, bool *failed)
+bool detach_process(const std::string &log, int64_t log_max_bytes, bool *failed)
 {
 	if (failed)
 		*failed = false;
@@ -75,9 +75,8 @@ bool detach_process(const std::string &log, bool *failed)
 		_exit(0);
 	setsid();
 	int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	int out = open_nofollow(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-	if (out < 0)
-		out = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	auto opened = open_log(log, log_max_bytes, 0660);
+	int out = opened.ok() ? opened.value() : open("/dev/null", O_WRONLY | O_CLOEXEC);
 	if (in >= 0)
 		dup2(in, 0);
 	if (out >= 0) {

@@ -4,6 +4,7 @@
 // launch command split into words, helpers).
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -43,12 +44,14 @@ struct ProcResult {
 ProcResult run_argv(const std::vector<std::string> &argv, const ProcOptions &opt = {});
 
 // Twice forked into a session of its own, stdin /dev/null, stdout and
-// stderr appended to log (opened without following a symlink; /dev/null
-// when it cannot be), so the rest outlives the caller and leaves no
-// zombie. Returns true in that detached process, false in the caller
-// (after reaping the intermediate child, or when fork failed: *failed).
-// Descriptors above 2 are the caller's to close in the detached process.
-bool detach_process(const std::string &log, bool *failed = nullptr);
+// stderr appended to log (open_log: no symlink followed, rotated to log.1
+// past log_max_bytes, mode 0660 so that root's and SlurmUser's runs share
+// it through the directory's group; /dev/null when it cannot be opened),
+// so the rest outlives the caller and leaves no zombie. Returns true in
+// that detached process, false in the caller (after reaping the
+// intermediate child, or when fork failed: *failed). Descriptors above 2
+// are the caller's to close in the detached process.
+bool detach_process(const std::string &log, int64_t log_max_bytes, bool *failed = nullptr);
 
 // argv joined by blanks, for log lines only (never run).
 std::string argv_str(const std::vector<std::string> &argv);

@@ -179,9 +179,10 @@ int orchestrate_main(int argc, char **argv)
 	// judges, shrinks the reservations back and confirms the save.
 	bool detached = false;
 	const std::string detach_log = o.output_dir + "/orchestrate.log";
-	hooks.detach = [&detached, &detach_log] {
+	const int64_t log_max = cfg->integer("LogMaxBytes");
+	hooks.detach = [&detached, &detach_log, log_max] {
 		bool failed = false;
-		if (!detach_process(detach_log, &failed)) {
+		if (!detach_process(detach_log, log_max, &failed)) {
 			if (failed)
 				log_warn("cannot detach the wait (fork failed): the admissions are "
 				         "judged by the next onrampctl admit");

@@ -108,8 +108,7 @@ namespace onramp {
 namespace admit {
 namespace {
 
-constexpr off_t kJobCheckLogMax = 1 << 20; // jobcheck.log rotated past it
-constexpr double kJobCheckCtldWait = 30;   // seconds for an unreachable slurmctld, all calls
+constexpr double kJobCheckCtldWait = 30; // seconds for an unreachable slurmctld, all calls
 
 std::string env(const char *name)
 {
@@ -126,23 +125,20 @@ std::string marker_path(const Config &cfg, const std::string &node, const std::s
 void append_log(const Config &cfg, const std::string &node, const std::string &line)
 {
 	std::string dir = expand_node(cfg.str("NodeStateDir"), node);
-	if (!make_dirs(dir).ok())
-		return;
-	// Root appends here: never through a symlink another account put in
-	// its place; and bounded, the previous MiB kept as jobcheck.log.1.
+	// Root appends here, in a directory SlurmUser may own: never through
+	// a symlink put in its place; bounded, the previous LogMaxBytes kept
+	// as jobcheck.log.1 (open_log).
 	const std::string path = dir + "/jobcheck.log";
-	struct stat st;
-	if (lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > kJobCheckLogMax)
-		rename(path.c_str(), (path + ".1").c_str());
-	int fd = open_nofollow(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
-	if (fd < 0) {
-		log_error("%s: %s; not logged: %s", path.c_str(), strerror(errno), line.c_str());
+	Status st = make_private_dir(dir);
+	auto fd = st.ok() ? open_log(path, cfg.integer("LogMaxBytes"), 0640) : Result<int>(st);
+	if (!fd.ok()) {
+		log_error("%s; not logged: %s", fd.status().message().c_str(), line.c_str());
 		return;
 	}
 	std::string text = iso_time(time(nullptr)) + " " + line + "\n";
-	if (write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size()))
+	if (write(fd.value(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
 		log_error("%s: short write", path.c_str());
-	close(fd);
+	close(fd.value());
 }
 
 } // namespace
@@ -205,10 +201,11 @@ int jobcheck_main(JobCheckMode mode, int argc, char **argv)
 	JobCheck jc;
 	if (prolog) {
 		jc = prolog_check(*in.value(), timeout);
-		if (!job.empty() &&
-		    make_dirs(expand_node(cfg->str("NodeStateDir"), node) + "/jobs").ok())
+		const std::string dir = expand_node(cfg->str("NodeStateDir"), node);
+		if (!job.empty() && make_private_dir(dir).ok() &&
+		    make_private_dir(dir + "/jobs").ok())
 			(void)write_file_atomic(marker_path(cfg.value(), node, job),
-			                        std::to_string(time(nullptr)) + "\n");
+			                        std::to_string(time(nullptr)) + "\n", 0640);
 	} else {
 		double since = 0;
 		auto m = read_file(marker_path(cfg.value(), node, job), 64);

@@ -36,7 +36,7 @@ void SpawnAdmission::start(const std::vector<std::string> &nodes)
 	                                 hostlist_compress(nodes)};
 	// Detached: the admission outlives this process and leaves no zombie.
 	bool failed = false;
-	if (!detach_process(log_, &failed)) {
+	if (!detach_process(log_, log_max_bytes_, &failed)) {
 		if (failed)
 			log_error("cannot start the admission of %s: fork failed",
 			          args.back().c_str());

@@ -69,8 +69,12 @@ public:
 class SpawnAdmission : public Admission {
 public:
 	static constexpr int kAdmitLockWaitS = 120;
-	SpawnAdmission(std::string onrampctl, int64_t timeout_s, std::string log)
-	    : onrampctl_(std::move(onrampctl)), timeout_s_(timeout_s), log_(std::move(log))
+	// log: where the admissions' output is appended (rotated past
+	// log_max_bytes: detach_process).
+	SpawnAdmission(std::string onrampctl, int64_t timeout_s, std::string log,
+	               int64_t log_max_bytes)
+	    : onrampctl_(std::move(onrampctl)), timeout_s_(timeout_s), log_(std::move(log)),
+	      log_max_bytes_(log_max_bytes)
 	{}
 	void start(const std::vector<std::string> &nodes) override;
 
@@ -78,6 +82,7 @@ private:
 	std::string onrampctl_;
 	int64_t timeout_s_;
 	std::string log_;
+	int64_t log_max_bytes_;
 };
 
 struct Settings {

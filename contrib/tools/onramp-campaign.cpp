@@ -164,7 +164,8 @@ int cmd_run(Journal &j, const Args &a, const Config &cfg)
 	Status st = make_dirs(v.out_dir, 0755);
 	if (!st.ok())
 		return fail(st);
-	SpawnAdmission adm(a.onrampctl, a.admit_timeout, v.out_dir + "/admit.log");
+	SpawnAdmission adm(a.onrampctl, a.admit_timeout, v.out_dir + "/admit.log",
+	                   cfg.integer("LogMaxBytes"));
 	Clock clock;
 	CrashHook hook;
 	Driver d(j, slurm, adm, s, clock, hook);

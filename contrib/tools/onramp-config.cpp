@@ -11,6 +11,10 @@
 // The admin check of onramp's shell tools: exit 0 when the caller is root
 // or SlurmUser (from slurmctld's configuration), else 2 with "only root or
 // SlurmUser (NAME) may WHAT" on stderr.
+//   onramp-config [--conf FILE] --prepare-log FILE
+// For a log a shell tool appends to (trigger.log): FILE becomes FILE.1 past
+// LogMaxBytes, is created 0640 when missing and tightened to it (open_log:
+// no symlink followed); exit 2, naming it, when it cannot be.
 //   onramp-config --slurm [--json] [--timeout S]
 // slurmctld's configuration values onramp's shell tools need, as one JSON
 // object (slurm::to_json(CtlConf): cluster_name, slurm_user {name, uid},
@@ -25,6 +29,7 @@
 #include <unistd.h>
 
 #include "admin.hpp"
+#include "atomic_file.hpp"
 #include "cli.hpp"
 #include "config.hpp"
 #include "db/db.hpp"
@@ -39,6 +44,7 @@ static int usage(FILE *f)
 	fprintf(f,
 	        "usage: onramp-config [--conf FILE] [--node NAME] [--check] [--seconds] [--list] "
 	        "[KEY...]\n"
+	        "       onramp-config [--conf FILE] --prepare-log FILE\n"
 	        "       onramp-config --require-admin WHAT\n"
 	        "       onramp-config --slurm [--json] [--timeout S]\n");
 	return f == stdout ? 0 : 2;
@@ -80,7 +86,7 @@ int main(int argc, char **argv)
 {
 	log_set_program("onramp-config");
 	std::string path = default_conf_path(), node;
-	std::string admin_what;
+	std::string admin_what, prepare_log;
 	bool admin = false, list = false, seconds = false, check = false, help = false;
 	bool slurm_conf = false, json = false; // --json: --slurm's one output form
 	double timeout_s = 0;
@@ -91,7 +97,7 @@ int main(int argc, char **argv)
 		admin_what = v;
 		return Status::Ok();
 	});
-	opts.value("conf", &path).value("node", &node);
+	opts.value("conf", &path).value("node", &node).value("prepare-log", &prepare_log);
 	// --check: validation happens below in every case.
 	opts.flag("check", &check).flag("seconds", &seconds).flag("list", &list);
 	opts.flag("slurm", &slurm_conf).flag("json", &json);
@@ -114,6 +120,17 @@ int main(int argc, char **argv)
 	if (!cfg.ok()) {
 		log_error("%s", cfg.status().message().c_str());
 		return 2;
+	}
+	if (!prepare_log.empty()) {
+		if (!keys.empty() || list || check)
+			return usage(stderr);
+		auto fd = open_log(prepare_log, cfg->integer("LogMaxBytes"), 0640);
+		if (!fd.ok()) {
+			log_error("%s", fd.status().message().c_str());
+			return 2;
+		}
+		close(fd.value());
+		return 0;
 	}
 	if (check) {
 		// The nearest existing directory of StateDir: where its journals

@@ -121,3 +121,30 @@ EOS
 	[ "$(stat -c %U "$T/state/verdicts")" = nobody ]
 	[ "$(stat -c %g "$v")" = "$(id -g nobody)" ]
 }
+
+@test "trigger.log: past LogMaxBytes it becomes trigger.log.1, it is created 0640, and a symlink there is refused" {
+	local bin=$T/bin log=$T/state/trigger.log before
+	mkdir -p "$bin"
+	printf 'StateDir=%s\nLogMaxBytes=4096\n' "$T/state" >"$T/onramp.conf"
+	# onramp-config answers for the stand-in onramp.conf.
+	printf '#!/bin/bash\nexec %q --conf %q "$@"\n' "$ONRAMP_REPO/contrib/tools/onramp-config" \
+		"$T/onramp.conf" >"$bin/onramp-config"
+	chmod +x "$bin/onramp-config"
+	head -c 5000 /dev/zero | tr '\0' x >"$log"
+	chmod 0644 "$log"
+	run bash -c 'umask 0; exec "$@"' _ "$bin/onramp-config" --prepare-log "$log"
+	[ "$status" -eq 0 ]
+	# Before: no rotation at all, and the log kept 0644.
+	[ "$(stat -c %s "$log.1")" -eq 5000 ]
+	[ "$(stat -c '%s %a' "$log")" = "0 640" ]
+	# A symlink in the log's place: the trigger refuses to run, naming it;
+	# its target untouched.
+	rm "$log"
+	ln -s "$T/victim" "$log"
+	before=$(stamp "$T/victim")
+	run env ONRAMP_LIBEXEC="$bin" "$ONRAMP_REPO/contrib/libexec/onramp-trigger" up node1
+	echo "$output"
+	[ "$status" -ne 0 ]
+	[[ $output == *"$log: a symlink, refused"* ]]
+	[ "$(stamp "$T/victim")" = "$before" ]
+}

@@ -543,7 +543,7 @@ void a_detached_admission_holds_none_of_the_campaigns_descriptors(void **)
 	int fd = open(lock.c_str(), O_RDONLY | O_CREAT, 0644); // as bash opens it
 	assert_true(fd >= 0);
 	assert_int_equal(flock(fd, LOCK_EX | LOCK_NB), 0);
-	SpawnAdmission(ctl, 60, dir + "/admit.log").start({"n1"});
+	SpawnAdmission(ctl, 60, dir + "/admit.log", 1 << 20).start({"n1"});
 	for (int i = 0; i < 100 && !read_file(pidf, 64).ok(); i++)
 		usleep(50000);
 	auto p = read_file(pidf, 64);

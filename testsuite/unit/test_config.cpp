@@ -63,6 +63,7 @@ static void malformed_values_are_refused(void **)
 	     "t.conf:1: key 'UnadmittedFeature': must differ"},
 	    {"VerdictsKept=0\n", "t.conf:1: key 'VerdictsKept': 0 is out of range [1, 100000]"},
 	    {"VerdictsKept=many\n", "key 'VerdictsKept': 'many' is not an integer"},
+	    {"LogMaxBytes=100\n", "t.conf:1: key 'LogMaxBytes': 100 is out of range [4096,"},
 	};
 	for (auto &tc : cases) {
 		auto c = Config::parse(tc.text, "t.conf");
