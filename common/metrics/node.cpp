@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "admit/record.hpp"
 #include "atomic_file.hpp"
@@ -95,9 +97,14 @@ void collect_verdicts(Exposition &e, const Config &cfg, const std::string &node)
 {
 	std::string vdir = expand_node(cfg.str("NodeStateDir"), node) + "/verdicts";
 	double runs = 0, timeouts = 0;
-	for (const auto &f : list_dir(vdir)) {
+	// verdicts/ may be SlurmUser's: read at its descriptor, following no
+	// symlink, neither to the directory nor to a file in it.
+	int dfd = open(vdir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0 && errno != ENOENT)
+		e.read_error(vdir, std::string("open: ") + strerror(errno));
+	for (const auto &f : dfd < 0 ? std::vector<std::string>() : list_dir(vdir)) {
 		std::string path = vdir + "/" + f;
-		auto text = read_file(path, 4u << 20);
+		auto text = read_file_at(dfd, f, path, 4u << 20);
 		if (!text.ok()) {
 			e.read_error(path, text.status().message());
 			continue;
@@ -123,6 +130,8 @@ void collect_verdicts(Exposition &e, const Config &cfg, const std::string &node)
 			break;
 		}
 	}
+	if (dfd >= 0)
+		close(dfd);
 	e.sample("onramp_nccl_checks_total", {{"node", node}}, runs);
 	e.sample("onramp_nccl_check_timeouts_total", {{"node", node}}, timeouts);
 }

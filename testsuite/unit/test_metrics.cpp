@@ -243,6 +243,12 @@ static void node_record_checks_and_verdicts(void **)
 	put(vd + "verdict.3.json", "{\"checks\":[{\"name\":\"inventory\",\"status\":\"PASS\"}]}");
 	put(vd + "verdict.4.json", ""); // onramp-admit wrote no verdict
 	put(vd + "verdict.5.json", "{\"checks\":[");
+	// One planted by whoever can write verdicts/ (SlurmUser on a site):
+	// the exporter follows no symlink there.
+	put(s.dir + "/elsewhere.json",
+	    "{\"checks\":[{\"name\":\"nccl_allreduce\",\"status\":\"TIMEOUT\"}]}\n");
+	assert_int_equal(
+	    symlink((s.dir + "/elsewhere.json").c_str(), (vd + "verdict.6.json").c_str()), 0);
 	Exposition e;
 	metrics::collect_node(e, s.cfg, "node6", s.dir + "/nosysfs");
 	std::string t = e.text();
@@ -260,12 +266,15 @@ static void node_record_checks_and_verdicts(void **)
 	               "3.012e+11\n");
 	expect_line(t, "onramp_check_duration_seconds{node=\"node6\",check=\"nccl_allreduce\"} "
 	               "12.5\n");
-	// Verdicts 1 and 2 ran NCCL, 1 timed out; 4 is empty; 5 is garbage.
+	// Verdicts 1 and 2 ran NCCL, 1 timed out; 4 is empty; 5 is garbage; 6
+	// is a symlink, not read.
 	expect_line(t, "onramp_nccl_checks_total{node=\"node6\"} 2\n");
 	expect_line(t, "onramp_nccl_check_timeouts_total{node=\"node6\"} 1\n");
 	expect_line(t, "onramp_metrics_read_errors{node=\"node6\",source=\"" + vd +
 	                   "verdict.5.json\"} 1\n");
-	assert_int_equal(e.errors().size(), 1);
+	expect_line(t, "onramp_metrics_read_errors{node=\"node6\",source=\"" + vd +
+	                   "verdict.6.json\"} 1\n");
+	assert_int_equal(e.errors().size(), 2);
 }
 
 static void a_node_without_record_is_status_none(void **)
