@@ -5,6 +5,7 @@
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -87,6 +88,35 @@ void split_path(const std::string &path, std::string *dir, std::string *base)
 }
 
 } // namespace
+
+FileLock::FileLock(const std::string &path, bool wait, bool shared)
+{
+	fd_ = open_nofollow(path, O_RDONLY | O_CREAT, 0644);
+	if (fd_ < 0)
+		return;
+	int rc;
+	while ((rc = flock(fd_, (shared ? LOCK_SH : LOCK_EX) | (wait ? 0 : LOCK_NB))) != 0 &&
+	       errno == EINTR) {
+	}
+	if (rc != 0) {
+		close(fd_);
+		fd_ = -1;
+	}
+}
+
+FileLock::~FileLock()
+{
+	if (fd_ >= 0)
+		close(fd_);
+}
+
+bool FileLock::try_exclusive()
+{
+	int rc = -1;
+	while (fd_ >= 0 && (rc = flock(fd_, LOCK_EX | LOCK_NB)) != 0 && errno == EINTR) {
+	}
+	return fd_ >= 0 && rc == 0;
+}
 
 std::string file_stamp(const std::string &path)
 {

@@ -43,6 +43,29 @@ Result<std::string> read_file_at(int dirfd, const std::string &name, const std::
 // errno on failure, like open(2).
 int open_nofollow(const std::string &path, int flags, mode_t mode = 0644);
 
+// An flock(2) held for the object's life on a fresh descriptor of path
+// (opened with open_nofollow, created 0644 when absent), so threads of one
+// process exclude each other too; released however the scope ends. The
+// file is opened read-only: flock needs no write access, so root's and
+// SlurmUser's runs share one lock file. Shared: LOCK_SH instead of LOCK_EX.
+// wait: block until it is granted, else held() is false when another holds
+// it. An flock is local to the host: never rely on one on a network
+// filesystem (db/shared.hpp's lease is the lock between hosts).
+class FileLock {
+public:
+	FileLock(const std::string &path, bool wait, bool shared = false);
+	~FileLock();
+	FileLock(const FileLock &) = delete;
+	FileLock &operator=(const FileLock &) = delete;
+	bool held() const { return fd_ >= 0; }
+	// Turn a held lock into an exclusive one without waiting; false (the
+	// lock kept as it was) when another descriptor holds it too.
+	bool try_exclusive();
+
+private:
+	int fd_ = -1;
+};
+
 // mkdir -p with mode for created directories.
 Status make_dirs(const std::string &path, mode_t mode = 0755);
 

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <map>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
 
@@ -105,38 +106,6 @@ std::vector<std::string> expand(const std::string &hl)
 	auto r = hostlist_expand(hl);
 	return r.ok() ? r.value() : std::vector<std::string>{};
 }
-
-// An flock held for the object's life on a fresh descriptor (so threads of
-// one process exclude each other too); released however the scope ends.
-class FileLock {
-public:
-	FileLock(const std::string &path, bool wait)
-	{
-		// Read-only and 0644: flock needs no write access, so root's and
-		// SlurmUser's runs (a trigger runs as SlurmUser) share one lock file.
-		fd_ = open_nofollow(path, O_RDONLY | O_CREAT, 0644);
-		if (fd_ < 0)
-			return;
-		int rc;
-		while ((rc = flock(fd_, LOCK_EX | (wait ? 0 : LOCK_NB))) != 0 && errno == EINTR) {
-		}
-		if (rc != 0) {
-			close(fd_);
-			fd_ = -1;
-		}
-	}
-	~FileLock()
-	{
-		if (fd_ >= 0)
-			close(fd_);
-	}
-	FileLock(const FileLock &) = delete;
-	FileLock &operator=(const FileLock &) = delete;
-	bool held() const { return fd_ >= 0; }
-
-private:
-	int fd_ = -1;
-};
 
 std::string lock_path(const Config &cfg, const std::string &name)
 {
