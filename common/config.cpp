@@ -31,6 +31,13 @@ const std::vector<KeySpec> &config_schema()
 	     "directory of per-node simulated hardware profiles (GpuBackend=sim only)"},
 	    {"StateDir", KeyType::Path, "/var/lib/onramp", nullptr, 0, 0,
 	     "onramp's state: admission records, journal"},
+	    {"SharedStateDir", KeyType::Path, nullptr, nullptr, 0, 0,
+	     "high-availability admin hosts: a directory on shared storage (beside "
+	     "StateSaveLocation) where each journal's copy and lease live, so that a campaign or "
+	     "migration can be resumed on the other host (unset: none)"},
+	    {"LeaseSeconds", KeyType::Duration, "300", nullptr, 3, 86400,
+	     "how long an admin host's lease on a journal in SharedStateDir lasts without "
+	     "renewal before another host may take it over"},
 	    {"NodeStateDir", KeyType::Path, "/var/lib/onramp/node", nullptr, 0, 0,
 	     "per-node admission records on the node itself (%n expands to the node name)"},
 	    {"VerdictsKept", KeyType::Int, "50", nullptr, 1, 100000,

@@ -118,6 +118,9 @@ public:
 	Result<std::vector<std::string>> overlaps(const std::string &id,
 	                                          const std::vector<std::string> &nodes);
 
+	// The database, for db::SharedJournal::follow.
+	db::Db &db() { return *db_; }
+
 private:
 	explicit Journal(std::unique_ptr<db::Db> db);
 	std::unique_ptr<db::Db> db_;

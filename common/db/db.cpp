@@ -5,6 +5,7 @@
 #include <cstring>
 #include <sqlite3.h>
 #include <sys/vfs.h>
+#include <unistd.h>
 
 #include "log.hpp"
 
@@ -121,7 +122,177 @@ Status Db::exec(const std::string &sql)
 		sqlite3_free(err);
 		return s;
 	}
+	committed();
 	return Status::Ok();
+}
+
+void Db::on_commit(std::function<void(Db &)> hook)
+{
+	hook_ = std::move(hook);
+	hooked_changes_ = sqlite3_total_changes64(h_);
+}
+
+void Db::committed()
+{
+	// total_changes counts rows written, committed or not: outside a
+	// transaction (autocommit) a change since the last call was committed
+	// (or rolled back: the hook then sees the same content again).
+	if (!hook_ || in_hook_ || !sqlite3_get_autocommit(h_) ||
+	    sqlite3_total_changes64(h_) == hooked_changes_)
+		return;
+	in_hook_ = true;
+	hook_(*this);
+	hooked_changes_ = sqlite3_total_changes64(h_);
+	in_hook_ = false;
+}
+
+Result<int64_t> Db::generation()
+{
+	auto q = prepare("PRAGMA user_version");
+	if (!q.ok())
+		return q.status();
+	auto r = q->step();
+	if (!r.ok())
+		return r.status();
+	return r.value() ? q->i64("user_version") : 0;
+}
+
+Status Db::set_generation(int64_t gen)
+{
+	return exec("PRAGMA user_version = " + std::to_string(gen));
+}
+
+namespace {
+
+// A database file opened by sqlite3 alone (not a Db: no WAL, no hook),
+// closed with the object.
+struct RawDb {
+	sqlite3 *h = nullptr;
+	~RawDb() { sqlite3_close(h); }
+	Status open(const std::string &path, int flags)
+	{
+		if (sqlite3_open_v2(path.c_str(), &h, flags | SQLITE_OPEN_FULLMUTEX, nullptr) ==
+		    SQLITE_OK)
+			return Status::Ok();
+		return Status::Error(path +
+		                     ": cannot open: " + (h ? sqlite3_errmsg(h) : "out of memory"));
+	}
+	Status exec(const std::string &sql, const std::string &what)
+	{
+		if (sqlite3_exec(h, sql.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK)
+			return Status::Ok();
+		return Status::Error(std::string(sqlite3_db_filename(h, "main")) + ": " + what +
+		                     ": " + sqlite3_errmsg(h));
+	}
+	// The first column of the first row of sql, as text.
+	Result<std::string> text(const std::string &sql)
+	{
+		sqlite3_stmt *s = nullptr;
+		std::string out;
+		int rc = sqlite3_prepare_v2(h, sql.c_str(), -1, &s, nullptr);
+		if (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+			const unsigned char *t = sqlite3_column_text(s, 0);
+			out = t ? reinterpret_cast<const char *>(t) : "";
+			rc = SQLITE_OK;
+		}
+		sqlite3_finalize(s);
+		if (rc != SQLITE_OK && rc != SQLITE_DONE)
+			return Status::Error(std::string(sqlite3_db_filename(h, "main")) + ": '" +
+			                     sql + "': " + sqlite3_errmsg(h));
+		return out;
+	}
+	// Open path read-only and immutable (a URI: no lock, no journal read).
+	Status open_immutable(const std::string &path)
+	{
+		std::string uri = "file:";
+		for (char c : path) // what a URI would read as its own syntax
+			uri += c == '%' || c == '#' || c == '?' ? strprintf("%%%02X", c)
+			                                        : std::string(1, c);
+		return open(uri + "?immutable=1", SQLITE_OPEN_READONLY | SQLITE_OPEN_URI);
+	}
+};
+
+Status backup(sqlite3 *dest, sqlite3 *src, const std::string &what)
+{
+	sqlite3_backup *b = sqlite3_backup_init(dest, "main", src, "main");
+	if (!b)
+		return Status::Error(what + ": " + sqlite3_errmsg(dest));
+	int rc;
+	while ((rc = sqlite3_backup_step(b, -1)) == SQLITE_BUSY || rc == SQLITE_LOCKED)
+		sqlite3_sleep(50);
+	int fin = sqlite3_backup_finish(b);
+	if (rc != SQLITE_DONE || fin != SQLITE_OK)
+		return Status::Error(what + ": " + sqlite3_errstr(rc != SQLITE_DONE ? rc : fin));
+	return Status::Ok();
+}
+
+} // namespace
+
+Status Db::snapshot_to(const std::string &path, int64_t gen)
+{
+	for (const char *suffix : {"", "-journal", "-wal", "-shm"})
+		if (unlink((path + suffix).c_str()) != 0 && errno != ENOENT)
+			return Status::Error(path + suffix + ": cannot remove: " + strerror(errno));
+	RawDb d;
+	Status st = d.open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+	if (st.ok())
+		st = backup(d.h, h_, path + ": cannot copy " + path_);
+	// The copy's header says WAL when the source is in WAL mode: turn it
+	// into a rollback-journal database, one file.
+	if (st.ok())
+		st = d.exec("PRAGMA journal_mode=DELETE", "journal_mode=DELETE");
+	if (st.ok())
+		st = d.exec("PRAGMA synchronous=FULL; PRAGMA user_version = " + std::to_string(gen),
+		            "set its generation");
+	if (!st.ok())
+		return st;
+	auto mode = d.text("PRAGMA journal_mode");
+	if (!mode.ok())
+		return mode.status();
+	if (mode.value() != "delete")
+		return Status::Error(path + ": the copy is in journal mode '" + mode.value() +
+		                     "', not 'delete'");
+	return Status::Ok();
+}
+
+namespace {
+
+// One value (the first of a PRAGMA's answer) of the database file at path,
+// opened in d read-only and immutable when d is not open yet.
+Result<std::string> immutable_query(RawDb &d, const std::string &path, const std::string &sql)
+{
+	if (!d.h) {
+		Status st = d.open_immutable(path);
+		if (!st.ok())
+			return st;
+	}
+	return d.text(sql);
+}
+
+} // namespace
+
+Status Db::restore_from(const std::string &path)
+{
+	RawDb src; // one descriptor: the file checked is the file restored
+	auto check = immutable_query(src, path, "PRAGMA quick_check");
+	if (!check.ok())
+		return check.status();
+	if (check.value() != "ok")
+		return Status::Error(path +
+		                     ": not a sound database (quick_check: " + check.value() + ")");
+	Status st = backup(h_, src.h, path_ + ": cannot restore from " + path);
+	if (st.ok())
+		committed();
+	return st;
+}
+
+Result<int64_t> Db::file_generation(const std::string &path)
+{
+	RawDb d;
+	auto v = immutable_query(d, path, "PRAGMA user_version");
+	if (!v.ok())
+		return v.status();
+	return static_cast<int64_t>(strtoll(v.value().c_str(), nullptr, 10));
 }
 
 Result<Stmt> Db::prepare(const std::string &sql)
@@ -192,8 +363,10 @@ Result<bool> Stmt::step()
 	int rc = sqlite3_step(s_);
 	if (rc == SQLITE_ROW)
 		return true;
-	if (rc == SQLITE_DONE)
+	if (rc == SQLITE_DONE) {
+		db_->committed();
 		return false;
+	}
 	constraint_ = (rc & 0xff) == SQLITE_CONSTRAINT;
 	Status st = db_->error("'" + sql_ + "'");
 	sqlite3_reset(s_);

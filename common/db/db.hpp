@@ -60,11 +60,41 @@ public:
 	// "PATH: what: sqlite's message".
 	Status error(const std::string &what) const;
 
+	// The database's generation: SQLite's user_version (a number in the
+	// file's header that onramp uses for nothing else), which counts the
+	// copies of a journal exported to SharedStateDir (db/shared.hpp).
+	Result<int64_t> generation();
+	Status set_generation(int64_t gen);
+	// A consistent copy of the whole database (SQLite's online backup, so
+	// a writer of another connection is neither blocked nor seen half-done)
+	// in a new file at path on a local disk, converted to rollback-journal
+	// mode (never WAL: the copy must be readable as one file, without its
+	// -wal and -shm) with generation gen, synced. path and its -journal are
+	// replaced when present.
+	Status snapshot_to(const std::string &path, int64_t gen);
+	// Replace this database's whole content with the database file at path
+	// (a snapshot_to copy), in one transaction of this connection; the copy
+	// is checked first (PRAGMA quick_check), and a bad one changes nothing.
+	Status restore_from(const std::string &path);
+	// The generation of the database file at path, opened read-only and
+	// immutable (no lock, no journal: a snapshot_to copy, which is replaced
+	// by rename and never written in place).
+	static Result<int64_t> file_generation(const std::string &path);
+	// Call hook(*this) after each write this connection commits: a
+	// transaction's COMMIT, or a write statement run outside one. Not
+	// re-entered by the hook's own writes. Empty: no hook.
+	void on_commit(std::function<void(Db &)> hook);
+
 private:
 	Db(sqlite3 *h, std::string path) : h_(h), path_(std::move(path)) {}
 	friend class Stmt;
+	// After a statement: the hook when a write was committed since the last call.
+	void committed();
 	sqlite3 *h_;
 	std::string path_;
+	std::function<void(Db &)> hook_;
+	int64_t hooked_changes_ = 0;
+	bool in_hook_ = false;
 };
 
 // A prepared statement. Parameters are named in the SQL (":job") and bound
@@ -103,12 +133,11 @@ public:
 	bool has_column(const char *col) const;
 
 private:
-	Stmt(const Db *db, sqlite3_stmt *s, std::string sql) : db_(db), s_(s), sql_(std::move(sql))
-	{}
+	Stmt(Db *db, sqlite3_stmt *s, std::string sql) : db_(db), s_(s), sql_(std::move(sql)) {}
 	friend class Db;
 	int column(const char *col) const;
 	int need(const char *col) const; // column(), abort when absent
-	const Db *db_;
+	Db *db_;
 	sqlite3_stmt *s_;
 	std::string sql_;
 	std::string bind_error_;

@@ -75,6 +75,9 @@ public:
 	Result<std::string> event_message(int64_t id, const std::string &state);
 
 	const std::string &path() const { return db_->path(); }
+	// The database, for db::SharedJournal::follow (its commit hook runs
+	// under this journal's lock: every write goes through it).
+	db::Db &db() { return *db_; }
 
 private:
 	explicit Journal(std::unique_ptr<db::Db> db) : db_(std::move(db)) {}

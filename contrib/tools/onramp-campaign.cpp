@@ -13,9 +13,12 @@
 //       for the platform and network layers)
 //   simulate --nodes N --racks R [...] (simulate --help)
 //   nodes HOSTLIST [--json] [--offline]: one a line or {nodes, hostlist, unknown}
-// All but status, report and simulate take --id ID; --conf F, --db F and
-// --topology F (default $ONRAMP_TOPOLOGY_CONF, else beside onramp.conf)
-// come first. Exit 0 ok, 1 error, 2 bad input, 3 paused.
+// All but status, report and simulate take --id ID; --conf F, --db F,
+// --topology F (default $ONRAMP_TOPOLOGY_CONF, else beside onramp.conf) and
+// --prefer-journal local|shared come first. With SharedStateDir, plan, run,
+// wave and open-wave take the journal's lease and start from the newest
+// copy (db/shared.hpp); status and report read this host's journal. Exit 0 ok, 1 error, 2 bad
+// input, 3 paused.
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -25,6 +28,7 @@
 #include "campaign/driver.hpp"
 #include "campaign/report.hpp"
 #include "config.hpp"
+#include "db/shared.hpp"
 #include "log.hpp"
 #include "number.hpp"
 
@@ -42,6 +46,7 @@ struct Args {
 	int64_t boot_timeout = -1, admit_timeout = 1800, kick_after = 60;
 	int64_t wave = 0;
 	bool json = false;
+	db::Prefer prefer = db::Prefer::Newest;
 };
 
 int refuse(const std::string &msg)
@@ -217,6 +222,12 @@ int main(int argc, char **argv)
 	opts.value("id", &a.id).value("nodes", &a.nodes).value("exporter", &a.report.exporter);
 	opts.value("onrampctl", &a.onrampctl).value("admit", &a.admit);
 	opts.value("smoke-job", &a.smoke_job);
+	opts.value("prefer-journal", [&a](const std::string &v) {
+		auto p = db::parse_prefer(v);
+		if (p.ok())
+			a.prefer = p.value();
+		return p.status();
+	});
 	opts.flag("json", &a.json).flag("live", &live).flag("help", &help, 'h');
 	// Strict numbers: "--wave 1.9" or "--budget 12abc" are refused, never
 	// truncated to another number.
@@ -271,11 +282,24 @@ int main(int argc, char **argv)
 			return fail(st);
 		a.db = dir + "/onramp.db";
 	}
+	bool reads = a.cmd == "status" || a.cmd == "report";
+	std::unique_ptr<db::SharedJournal> shared;
+	if (!reads) {
+		auto sj = db::SharedJournal::attach(cfg.value(), a.db, a.prefer);
+		if (!sj.ok())
+			return fail(sj.status());
+		shared = std::move(sj.value());
+	}
 	auto jr = Journal::open(a.db);
 	if (!jr.ok())
 		return fail(jr.status());
 	Journal &j = *jr.value();
-	if (a.cmd == "status" || a.cmd == "report")
+	if (shared) {
+		Status st = shared->follow(j.db());
+		if (!st.ok())
+			return fail(st);
+	}
+	if (reads)
 		return cmd_status(j, a, cfg.value());
 	if (a.cmd == "run")
 		return a.onrampctl.empty() || a.admit.empty() || a.smoke_job.empty()

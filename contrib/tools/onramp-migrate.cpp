@@ -5,7 +5,10 @@
 //   onramp-migrate migrate (--jobs IDS | --from NODES) --to FEATURE|NODES
 //                  [--dry-run] [--grace S] [--ack-timeout S] [--confirm-timeout S]
 //                  [--rollback] [--json]
-//   onramp-migrate resume [--json]   finish what an interrupted run left
+//   onramp-migrate resume [--json] [--prefer-journal local|shared]
+//                                   finish what an interrupted run left (on
+//                                   this admin host or, with SharedStateDir,
+//                                   on the other: db/shared.hpp)
 //   onramp-migrate status [JOB] [--json]
 //   onramp-migrate job JOB          the job as JSON from libslurm (uid,
 //                                   state, nodes, restarts, held, switches,
@@ -23,6 +26,7 @@
 #include "atomic_file.hpp"
 #include "cli.hpp"
 #include "config.hpp"
+#include "db/shared.hpp"
 #include "json.hpp"
 #include "log.hpp"
 #include "number.hpp"
@@ -44,7 +48,9 @@ int usage(FILE *f)
 	           "[--confirm-timeout S] [--rollback] [--json]\n"
 	           "  IDS: job ids, ARRAYID_TASK for one array task, or an array's id for\n"
 	           "  all its running tasks (each moves under its own job id)\n"
-	           "       onramp-migrate resume [--json]\n"
+	           "       onramp-migrate resume [--json] [--prefer-journal local|shared]\n"
+	           "  (migrate takes --prefer-journal too: which journal wins when the copy in\n"
+	           "  SharedStateDir is older than this host's)\n"
 	           "       onramp-migrate status [JOB] [--json]\n"
 	           "       onramp-migrate job JOB\n");
 	return f == stdout ? 0 : 2;
@@ -118,6 +124,7 @@ int main(int argc, char **argv)
 		return usage(stdout);
 	migrate::Request req;
 	bool json = false, help = false;
+	db::Prefer prefer = db::Prefer::Newest;
 	std::vector<std::string> rest;
 	auto dur = [](int64_t *out) {
 		return [out](const std::string &v) {
@@ -137,6 +144,12 @@ int main(int argc, char **argv)
 	opts.value("grace", dur(&req.grace_s)).value("ack-timeout", dur(&req.ack_s));
 	opts.value("confirm-timeout", dur(&req.confirm_s));
 	opts.flag("json", &json).flag("help", &help, 'h');
+	opts.value("prefer-journal", [&prefer](const std::string &v) {
+		auto p = db::parse_prefer(v);
+		if (p.ok())
+			prefer = p.value();
+		return p.status();
+	});
 	Status parsed = opts.parse(argc - 1, argv + 1, &rest);
 	if (int rc = cli::after_parse(parsed, help, usage); rc != cli::kGoOn)
 		return rc;
@@ -162,12 +175,27 @@ int main(int argc, char **argv)
 		log_error("%s", st.message().c_str());
 		return 1;
 	}
+	// Who writes takes the journal's lease on an HA site (SharedStateDir)
+	// and starts from the newest copy; status reads this host's journal.
+	std::unique_ptr<db::SharedJournal> shared;
+	if (cmd != "status") {
+		auto sj = db::SharedJournal::attach(cfg.value(), statedir + "/migrate.db", prefer);
+		if (!sj.ok()) {
+			log_error("%s", sj.status().message().c_str());
+			return 1;
+		}
+		shared = std::move(sj.value());
+	}
 	auto jr = migrate::Journal::open(statedir + "/migrate.db");
 	if (!jr.ok()) {
 		log_error("%s", jr.status().message().c_str());
 		return 1;
 	}
 	migrate::Journal &journal = *jr.value();
+	if (shared && !(st = shared->follow(journal.db())).ok()) {
+		log_error("%s", st.message().c_str());
+		return 1;
+	}
 	if (cmd == "status") {
 		std::optional<uint32_t> job;
 		if (!rest.empty()) {
