@@ -117,6 +117,7 @@ struct CtlConf {
 	// it changes when slurmctld restarts, re-executes (23.11+ reconfigure)
 	// or a backup takes over, the moments its state can go back in time.
 	int64_t boot_time = 0;
+	uint32_t controllers = 0; // how many SlurmctldHost (2 or more: a backup controller)
 };
 
 // An event trigger (strigger): its id and program line.

@@ -456,7 +456,8 @@ public:
 		            static_cast<uid_t>(conf->slurm_user_id),
 		            str(conf->slurm_user_name),
 		            str(conf->cluster_name),
-		            static_cast<int64_t>(conf->boot_time)};
+		            static_cast<int64_t>(conf->boot_time),
+		            static_cast<uint32_t>(conf->control_cnt)};
 		free_conf(conf);
 		return out;
 	}

@@ -21,6 +21,7 @@ Json to_json(const CtlConf &c)
 	Json o = Json::object();
 	o.set("cluster_name", c.cluster_name).set("slurm_user", user);
 	o.set("job_submit_plugins", c.job_submit_plugins);
+	o.set("controllers", static_cast<int64_t>(c.controllers));
 	return o.set("state_save_location", c.state_save_location);
 }
 

@@ -20,12 +20,14 @@
 // object (slurm::to_json(CtlConf): cluster_name, slurm_user {name, uid},
 // ...), read with libslurm; exit 1 when slurmctld has not answered within S
 // seconds (default 0: asked once).
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include <pwd.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "admin.hpp"
@@ -33,6 +35,7 @@
 #include "cli.hpp"
 #include "config.hpp"
 #include "db/db.hpp"
+#include "db/shared.hpp"
 #include "log.hpp"
 #include "slurm/client.hpp"
 #include "slurm/to_json.hpp"
@@ -80,6 +83,43 @@ static int print_slurm(double timeout_s)
 	}
 	printf("%s\n", slurm::to_json(conf.value()).dump(true).c_str());
 	return 0;
+}
+
+// --check of SharedStateDir: root's directory, not StateDir, no group or
+// other writer (an error); on a local filesystem while slurmctld has a
+// backup (the other admin host cannot read it), a warning, and when
+// slurmctld cannot tell, a note that this part was not checked.
+static bool check_shared_state(const Config &cfg, double timeout_s)
+{
+	std::string dir = cfg.str("SharedStateDir");
+	std::string key = cfg.where("SharedStateDir");
+	Status st = db::check_shared_dir(dir, 0);
+	if (st.ok() && dir == cfg.str("StateDir"))
+		st = Status::Error(dir + ": the same directory as StateDir (the local journals)");
+	if (!st.ok()) {
+		log_error("%s: %s", key.c_str(), st.message().c_str());
+		return false;
+	}
+	struct statfs sf;
+	if (statfs(dir.c_str(), &sf) != 0) {
+		log_error("%s: %s: cannot tell its filesystem: %s", key.c_str(), dir.c_str(),
+		          strerror(errno));
+		return false;
+	}
+	if (db::network_fs_name(static_cast<long>(sf.f_type)))
+		return true;
+	auto conf = slurm::libslurm_client(timeout_s)->ctl_conf();
+	if (!conf.ok())
+		log_warn("%s: %s is on a local filesystem; whether slurmctld has a backup "
+		         "(SlurmctldHost twice) was not checked: %s",
+		         key.c_str(), dir.c_str(), conf.status().message().c_str());
+	else if (conf->controllers > 1)
+		log_warn(
+		    "%s: %s is on a local filesystem while slurmctld has %u SlurmctldHost: the "
+		    "other admin host cannot read it; put it on the shared storage beside "
+		    "StateSaveLocation (%s)",
+		    key.c_str(), dir.c_str(), conf->controllers, conf->state_save_location.c_str());
+	return true;
 }
 
 int main(int argc, char **argv)
@@ -144,6 +184,8 @@ int main(int argc, char **argv)
 			          fs.message().c_str());
 			return 2;
 		}
+		if (cfg->is_set("SharedStateDir") && !check_shared_state(cfg.value(), timeout_s))
+			return 2;
 	}
 	for (const auto &k : keys) {
 		if (!config_key(k)) {

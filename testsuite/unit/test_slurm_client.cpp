@@ -239,7 +239,8 @@ static void test_sbatch_args_quote_every_word(void **)
 }
 
 // What onramp-config --slurm prints (etc/onramp-accounting.sh reads its
-// defaults from it with jq): ClusterName and SlurmUser's name and uid.
+// defaults from it with jq): ClusterName and SlurmUser's name and uid, and
+// how many SlurmctldHost.
 static void test_ctl_conf_json_names_cluster_and_slurm_user(void **)
 {
 	FakeSlurm f;
@@ -248,12 +249,13 @@ static void test_ctl_conf_json_names_cluster_and_slurm_user(void **)
 	f.conf_.cluster_name = "onramp-test";
 	f.conf_.job_submit_plugins = "onramp";
 	f.conf_.state_save_location = "/var/spool/slurmctld";
+	f.conf_.controllers = 2; // a backup controller (onramp-config --check)
 	auto c = f.ctl_conf();
 	assert_true(c.ok());
 	assert_string_equal(slurm::to_json(c.value()).dump().c_str(),
 	                    "{\"cluster_name\":\"onramp-test\","
 	                    "\"slurm_user\":{\"name\":\"slurm\",\"uid\":64030},"
-	                    "\"job_submit_plugins\":\"onramp\","
+	                    "\"job_submit_plugins\":\"onramp\",\"controllers\":2,"
 	                    "\"state_save_location\":\"/var/spool/slurmctld\"}");
 	f.down_forever = true;
 	f.ctld_timeout_s = 0;
