@@ -286,10 +286,36 @@ int open_nofollow(const std::string &path, int flags, mode_t mode)
 	int dfd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dfd < 0)
 		return -1;
-	int fd = openat(dfd, base.c_str(), flags | O_NOFOLLOW | O_CLOEXEC, mode);
+	// O_NONBLOCK: a FIFO planted there must not block the open (it
+	// would wait for a writer or reader forever); only a regular file is
+	// kept, and one opened for writing must have no other link, so root
+	// never appends to a file SlurmUser hard-linked there.
+	int fd = openat(dfd, base.c_str(), flags | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, mode);
 	int saved = errno;
 	close(dfd);
-	errno = saved;
+	if (fd < 0) {
+		// A FIFO opened for writing without a reader fails ENXIO.
+		errno = saved == ENXIO ? EINVAL : saved;
+		return -1;
+	}
+	struct stat sb;
+	if (fstat(fd, &sb) != 0) {
+		saved = errno;
+		close(fd);
+		errno = saved;
+		return -1;
+	}
+	if (!S_ISREG(sb.st_mode) || ((flags & O_ACCMODE) != O_RDONLY && sb.st_nlink != 1)) {
+		close(fd);
+		errno = S_ISREG(sb.st_mode) ? EMLINK : EINVAL;
+		return -1;
+	}
+	if (!(flags & O_NONBLOCK) && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
+		saved = errno;
+		close(fd);
+		errno = saved;
+		return -1;
+	}
 	return fd;
 }
 

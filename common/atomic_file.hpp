@@ -39,7 +39,10 @@ Result<std::string> read_file_at(int dirfd, const std::string &name, const std::
 // with flags|O_NOFOLLOW|O_CLOEXEC. For root code opening a file in a
 // directory another account can write (StateDir/locks, a campaign log): a
 // symlink there, to the directory or the file, fails (ELOOP or ENOTDIR)
-// instead of letting root create, truncate or append to its target. -1 and
+// instead of letting root create, truncate or append to its target; a
+// FIFO, a device or a directory fails EINVAL (or EISDIR) without blocking,
+// and a file opened for writing that has another hard link fails EMLINK.
+// The descriptor returned is blocking unless flags ask O_NONBLOCK. -1 and
 // errno on failure, like open(2).
 int open_nofollow(const std::string &path, int flags, mode_t mode = 0644);
 

@@ -9,6 +9,7 @@
 #include <set>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "atomic_file.hpp"
@@ -64,6 +65,49 @@ static void open_nofollow_refuses_a_symlinked_file_or_directory(void **)
 	int fd = open_nofollow(dir + "/locks/d.lock", O_RDONLY | O_CREAT, 0644);
 	assert_true(fd >= 0);
 	assert_true((fcntl(fd, F_GETFD) & FD_CLOEXEC) != 0);
+	close(fd);
+}
+
+// A FIFO planted where root opens a lock or log file must not block it
+// (an open of a FIFO waits for the other end: a lock's --lock-wait, the
+// prolog's run, would never end), and a hard link to another file must not
+// be written through (root's append would land in the link's target).
+// Each open runs in a child that a hang guard kills, so a hang fails the
+// test instead of stalling it.
+static void open_nofollow_refuses_a_fifo_or_a_hard_link(void **)
+{
+	std::string dir = unit_tmpdir(), victim = dir + "/victim";
+	assert_int_equal(mkfifo((dir + "/a.lock").c_str(), 0644), 0);
+	assert_true(write_file_atomic(victim, "root's", 0644).ok());
+	assert_int_equal(link(victim.c_str(), (dir + "/b.log").c_str()), 0);
+	struct Case {
+		const char *name;
+		int flags;
+	} cases[] = {{"/a.lock", O_RDONLY | O_CREAT},
+	             {"/a.lock", O_WRONLY | O_CREAT | O_APPEND},
+	             {"/b.log", O_WRONLY | O_CREAT | O_APPEND}};
+	for (const auto &c : cases) {
+		pid_t pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			alarm(20);
+			int fd = open_nofollow(dir + c.name, c.flags, 0644);
+			if (fd >= 0 && write(fd, "appended", 8) < 0)
+				_exit(3);
+			_exit(fd < 0 ? 0 : 1);
+		}
+		int status = 0;
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+			print_error("%s (flags %#x): %s\n", c.name, c.flags,
+			            WIFSIGNALED(status) ? "blocked" : "opened");
+		assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	}
+	assert_string_equal(read_file(victim).value().c_str(), "root's");
+	// A regular file with one link is still opened, in blocking mode.
+	int fd = open_nofollow(dir + "/c.log", O_WRONLY | O_CREAT | O_APPEND, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(fcntl(fd, F_GETFL) & O_NONBLOCK, 0);
 	close(fd);
 }
 
@@ -316,6 +360,7 @@ int main(void)
 	    cmocka_unit_test(replace_whole_and_leave_no_temp),
 	    cmocka_unit_test(errors_name_the_path),
 	    cmocka_unit_test(open_nofollow_refuses_a_symlinked_file_or_directory),
+	    cmocka_unit_test(open_nofollow_refuses_a_fifo_or_a_hard_link),
 	    cmocka_unit_test(read_file_refuses_oversize),
 	    cmocka_unit_test(make_dirs_nested),
 	    cmocka_unit_test(modes_hold_with_umask_0),
