@@ -281,11 +281,40 @@ std::vector<std::string> sbatch_args(const BatchJob &b)
 		args.push_back("--constraint=" + b.constraint);
 	if (b.time_limit_min > 0)
 		args.insert(args.end(), {"-t", std::to_string(b.time_limit_min)});
-	if (!b.output.empty())
-		args.insert(args.end(), {"-o", b.output});
+	// The job's output never goes through slurmstepd's open (-o): it runs
+	// as the job's user, root for root's jobs, and follows any symlink at
+	// the name or its directory, which another account (SlurmUser, owner
+	// of StateDir) may have planted there: root's file would be truncated
+	// and written. The batch script pipes the command into a file it
+	// creates itself inside the directory: entered and checked to be the
+	// same path with no symlink (pwd -P), the old name removed, the new
+	// one created by dd with O_EXCL|O_NOFOLLOW. Anything else there: the
+	// output is dropped, never written elsewhere. The command's exit
+	// status is the job's.
+	std::vector<std::string> words = b.command;
+	if (!b.output.empty()) {
+		args.insert(args.end(), {"-o", "/dev/null"});
+		std::string dir = ".", name = b.output;
+		size_t slash = b.output.rfind('/');
+		if (slash != std::string::npos) {
+			dir = slash == 0 ? "/" : b.output.substr(0, slash);
+			name = b.output.substr(slash + 1);
+		}
+		char real[PATH_MAX];
+		if (realpath(dir.c_str(), real))
+			dir = real;
+		static const char *const script =
+		    "d=$1 n=$2 j=%j x=%x; shift 2; n=${n//\"$j\"/$SLURM_JOB_ID}; "
+		    "n=${n//\"$x\"/$SLURM_JOB_NAME}; "
+		    "\"$@\" 2>&1 | { cd -- \"$d\" 2>/dev/null && [[ $(pwd -P) == \"$d\" && "
+		    "$n != */* ]] && rm -f -- \"$n\" && dd of=\"$n\" conv=excl oflag=nofollow "
+		    "status=none 2>/dev/null; cat >/dev/null; }; exit \"${PIPESTATUS[0]}\"";
+		words = {"/bin/bash", "-c", script, "onramp-job", dir, name};
+		words.insert(words.end(), b.command.begin(), b.command.end());
+	}
 	// The batch script's one line: every word single-quoted.
-	std::string wrap;
-	for (const auto &w : b.command) {
+	std::string wrap = b.output.empty() ? "" : "exec";
+	for (const auto &w : words) {
 		std::string q = "'";
 		for (char c : w)
 			q += c == '\'' ? std::string("'\\''") : std::string(1, c);

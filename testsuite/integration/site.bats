@@ -137,6 +137,43 @@ admission_job_of() {
 	[ "$(grep -c "cannot signal slurmd" "$out")" = 0 ]
 }
 
+# next_job_ids N: the N job ids after the highest one slurmctld or slurmdbd knows.
+next_job_ids() {
+	local last
+	last=$({
+		squeue -h -a -o %i
+		sacct -a -X -n -o jobid -S now-7days
+	} | tr -d ' ' | grep -E '^[0-9]+$' | sort -n | tail -n 1)
+	seq $((last + 1)) $((last + $1))
+}
+
+@test "$SU's links in StateDir/admit do not steer the output of root's admission job" {
+	local node=node5 dir=$ONRAMP_CLUSTER_DIR/onramp/admit vdir id i=0
+	vdir=$(mktemp -d /var/tmp/onramp-victims.XXXXXX)
+	chmod 755 "$vdir"
+	# SlurmUser owns StateDir/admit: it links the names the next
+	# admission jobs of $node would write to root's files.
+	for id in $(next_job_ids 30); do
+		i=$((i + 1))
+		echo "root's $i" >"$vdir/v$i"
+		runuser -u "$SU" -- ln -sfn "$vdir/v$i" "$dir/onramp-admit:$node.$id.out"
+	done
+	run "$ONRAMPCTL" admit --timeout 120 "$node"
+	echo "$output"
+	local job changed=""
+	job=$(admission_job_of "$node" <<<"$output")
+	for i in $(seq 1 30); do
+		[ "$(cat "$vdir/v$i")" = "root's $i" ] || changed+=" v$i"
+	done
+	find "$dir" -maxdepth 1 -type l -name "onramp-admit:$node.*" -delete
+	rm -rf "$vdir"
+	[ -z "$changed" ] || { echo "root's files written through $SU's links:$changed"; false; }
+	[ "$status" -eq 0 ]
+	# The job's output went to a file of its own, not through the link.
+	[ -f "$dir/onramp-admit:$node.$job.out" ] && [ ! -L "$dir/onramp-admit:$node.$job.out" ]
+	grep -q "onramp-admit: $node PASS" "$dir/onramp-admit:$node.$job.out"
+}
+
 @test "a NodeStateDir $SU cannot write is onramp's error: the node stays reserved, undrained, with the reason said" {
 	local node=node7 dir=$ONRAMP_CLUSTER_DIR/nodes/node7/onramp
 	chown root: "$dir"

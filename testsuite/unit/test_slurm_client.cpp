@@ -227,11 +227,22 @@ static void test_sbatch_args_quote_every_word(void **)
 	b.time_limit_min = 30;
 	b.output = "/var/lib/onramp/admit/%x.%j.out";
 	b.command = {"/usr/libexec/onramp/onramp-smoke-job", "echo it's $HOME; `id`"};
+	// The output is not slurmstepd's -o (it follows symlinks as the job's
+	// user): the script writes it itself into the directory, by name.
+	auto args = slurm::sbatch_args(b);
+	assert_int_equal(args.size(), 17);
+	std::string wrap = args.back();
+	args.pop_back();
 	assert_string_equal(
-	    slurm::join(slurm::sbatch_args(b)).c_str(),
+	    slurm::join(args).c_str(),
 	    "-J,onramp-admit:node1,-A,ops,--reservation=onramp_admission_node1,--exclusive,-N,2,"
-	    "-w,node1,node2,--constraint=onramp_admitted,-t,30,-o,/var/lib/onramp/admit/%x.%j.out,"
-	    "--wrap,'/usr/libexec/onramp/onramp-smoke-job' 'echo it'\\''s $HOME; `id`'");
+	    "-w,node1,node2,--constraint=onramp_admitted,-t,30,-o,/dev/null,--wrap");
+	assert_int_equal(wrap.rfind("exec '/bin/bash' '-c' '", 0), 0);
+	const std::string tail =
+	    "'onramp-job' '/var/lib/onramp/admit' '%x.%j.out' "
+	    "'/usr/libexec/onramp/onramp-smoke-job' 'echo it'\\''s $HOME; `id`'";
+	assert_true(wrap.size() > tail.size());
+	assert_string_equal(wrap.substr(wrap.size() - tail.size()).c_str(), tail.c_str());
 	slurm::BatchJob m;
 	m.name = "x";
 	m.command = {"true"};
