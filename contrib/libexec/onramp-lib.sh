@@ -118,6 +118,14 @@ onramp_lock_open() {
 	fi
 	[ -e "$1" ] || (set -C && : 2>/dev/null >"$1") || [ -e "$1" ] || return 1
 	[ ! -L "$1" ] || return 1
+	# A FIFO would block the open below until someone writes to it (a
+	# directory or a device is no lock file either): a regular file only.
+	# What remains is a race (the name swapped between this test and the
+	# open), which only the account that owns the directory can run.
+	if [ ! -f "$1" ]; then
+		echo "onramp: refusing lock file $1: not a regular file" >&2
+		return 1
+	fi
 	# shellcheck disable=SC2034 # read by the caller
 	exec {ONRAMP_LOCK_FD}<"$1"
 }

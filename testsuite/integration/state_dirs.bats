@@ -49,6 +49,21 @@ stamp() {
 	[ "$(stat -c %U "$T/state/admit")" = nobody ]
 }
 
+@test "onramp_lock_open refuses a FIFO or a directory as the lock file instead of blocking on it" {
+	# Seen live: a FIFO SlurmUser put at StateDir/locks/expand.ID.lock
+	# held root's onrampctl expand in open(2) until killed. The guard
+	# (timeout) turns a hang into a failure, it measures nothing.
+	mkfifo "$T/state/f.lock"
+	mkdir "$T/state/d.lock"
+	for l in f d; do
+		run timeout 20 bash -c '. "$1"; onramp_lock_open "$2" && echo "opened $ONRAMP_LOCK_FD"' _ "$LIB" "$T/state/$l.lock"
+		echo "$output"
+		[ "$status" -ne 124 ]
+		[ "$status" -ne 0 ]
+		[[ $output == *"refusing lock file"* ]]
+	done
+}
+
 @test "onramp_lock_open refuses a symlinked lock file, to a file or to nowhere" {
 	local before
 	before=$(stamp "$T/victim")
