@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -36,6 +37,7 @@ void usage(FILE *f)
 	    f,
 	    "usage: %s [--conf FILE] [--node NAME] [--checks LIST] [--peers HOSTLIST]\n"
 	    "                    [--record [--reregister]] [--json-only] [--reason-file FILE]\n"
+	    "                    [--output FILE]\n"
 	    "       %s pair (--peer NODE | --peers HOSTLIST) [--conf FILE] [--node NAME]\n"
 	    "                    [--record] [--json-only]\n"
 	    "       %s pair-rank [--conf FILE] [--rendezvous HOST:PORT] [--rank N] "
@@ -63,6 +65,7 @@ struct Options {
 	std::string mode; // "", "pair", "pair-rank", "prune-verdicts"
 	std::string conf, node, checks, peers, rendezvous;
 	std::string reason_file; // where to write "onramp:<CODE>: <detail>"
+	std::string output;      // the verdict's file, created here (0640)
 	bool reregister = false; // SIGHUP the node's slurmd after recording
 	int rank = -1, device = -1;
 	bool record = false, json_only = false;
@@ -192,6 +195,7 @@ int main(int argc, char **argv)
 	cli::Parser opts;
 	opts.value("conf", &o.conf).value("node", &o.node).value("checks", &o.checks);
 	opts.value("reason-file", &o.reason_file).value("rendezvous", &o.rendezvous);
+	opts.value("output", &o.output);
 	opts.flag("record", &o.record).flag("json-only", &o.json_only);
 	opts.flag("reregister", &o.reregister).flag("help", &help);
 	// --peer NODE and --peers HOSTLIST, as often as wanted: one list.
@@ -212,6 +216,20 @@ int main(int argc, char **argv)
 	Status parsed = opts.parse(argc - (first - 1), argv + (first - 1));
 	if (int rc = cli::after_parse(parsed, help, usage, kExitUnjudged); rc != cli::kGoOn)
 		return rc;
+	if (!o.output.empty()) {
+		// The verdict goes into NodeStateDir/verdicts, which SlurmUser may
+		// own: a new file, created exclusively, following no symlink (one
+		// planted at the name, even to a device or a FIFO, is EEXIST),
+		// never an existing one, whatever was put there after the caller
+		// removed the old name.
+		int fd = open_nofollow(o.output, O_WRONLY | O_CREAT | O_EXCL, 0640);
+		if (fd < 0 || dup2(fd, STDOUT_FILENO) < 0) {
+			fprintf(stderr, "%s: --output %s: %s\n", kProg, o.output.c_str(),
+			        strerror(errno));
+			return kExitUnjudged;
+		}
+		close(fd);
+	}
 	if (o.conf.empty())
 		o.conf = default_conf_path();
 	if (o.node.empty())

@@ -92,7 +92,11 @@ stamp() {
 	printf '#!/bin/bash\necho %q\n' "$T/state" >"$bin/onramp-config"
 	cat >"$bin/onramp-admit" <<'EOS'
 #!/bin/bash
-while [ $# -gt 0 ]; do [ "$1" = --reason-file ] && echo "onramp:OK" >"$2"; shift; done
+while [ $# -gt 0 ]; do
+	[ "$1" = --reason-file ] && echo "onramp:OK" >"$2"
+	[ "$1" = --output ] && exec >"$2"
+	shift
+done
 echo '{"verdict": "pass"}'
 EOS
 	chmod +x "$bin/onramp-config" "$bin/onramp-admit"
@@ -107,6 +111,36 @@ EOS
 	grep -q '"verdict": "pass"' "$T/state/verdicts/verdict.manual.json"
 }
 
+@test "onramp-admit --output creates the verdict as a new file: a symlink or FIFO put at the name is refused, its target untouched" {
+	local v=$T/state/verdicts/verdict.manual.json before
+	mkdir -p "$T/state/verdicts"
+	chown nobody: "$T/state/verdicts"
+	mkfifo "$T/fifo"
+	before=$(stamp "$T/victim")
+	# What SlurmUser can put there between the job's rm and the open: a
+	# symlink to a root file, to a FIFO (bash's noclobber opened those:
+	# not a regular file), a FIFO itself.
+	for what in victim fifo-link fifo; do
+		rm -f "$v"
+		case $what in
+		victim) ln -s "$T/victim" "$v" ;;
+		fifo-link) ln -s "$T/fifo" "$v" ;;
+		fifo) mkfifo "$v" ;;
+		esac
+		run timeout 20 "$ONRAMP_REPO/node_features/onramp-admit" --output "$v" --node node1 --conf /nonexistent
+		echo "$what: $output"
+		[ "$status" -eq 2 ]
+		[[ $output == *"--output $v: File exists"* ]]
+	done
+	[ "$(stamp "$T/victim")" = "$before" ]
+	# A new name: created 0640 (whatever the umask), the answer in it.
+	rm -f "$v"
+	run bash -c 'umask 0; exec "$@"' _ "$ONRAMP_REPO/node_features/onramp-admit" --output "$v" --node node1 --conf /nonexistent
+	[ "$status" -eq 2 ]
+	[ "$(stat -c %a "$v")" = 640 ]
+	grep -q '"status":"ERROR"' "$v"
+}
+
 @test "the admission job writes its verdict readable by no other account, whatever the job's umask" {
 	local bin=$T/bin v=$T/state/verdicts/verdict.manual.json
 	mkdir -p "$bin"
@@ -117,7 +151,11 @@ EOS
 	cat >"$bin/onramp-admit" <<EOS
 #!/bin/bash
 [ "\$1" != prune-verdicts ] || exec "$ONRAMP_REPO/node_features/onramp-admit" "\$@" --conf "$T/onramp.conf"
-while [ \$# -gt 0 ]; do [ "\$1" = --reason-file ] && echo "onramp:OK" >"\$2"; shift; done
+while [ \$# -gt 0 ]; do
+	[ "\$1" = --reason-file ] && echo "onramp:OK" >"\$2"
+	[ "\$1" = --output ] && exec >"\$2"
+	shift
+done
 echo '{"verdict": "pass", "serial": "1650921000001"}'
 EOS
 	chmod +x "$bin/onramp-config" "$bin/onramp-admit"
