@@ -275,6 +275,14 @@ Result<std::string> read_file_at(int dirfd, const std::string &name, const std::
 	return read_fd(fd, path, max_bytes);
 }
 
+Result<std::string> read_file_nofollow(const std::string &path, size_t max_bytes)
+{
+	int fd = open_nofollow(path, O_RDONLY | O_NOCTTY);
+	if (fd < 0)
+		return errno_status("open", path);
+	return read_fd(fd, path, max_bytes);
+}
+
 int open_nofollow(const std::string &path, int flags, mode_t mode)
 {
 	std::string dir, base;

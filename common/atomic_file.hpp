@@ -34,6 +34,11 @@ Result<std::string> read_file(const std::string &path, size_t max_bytes = 64u <<
 Result<std::string> read_file_at(int dirfd, const std::string &name, const std::string &path,
                                  size_t max_bytes = 64u << 20);
 
+// read_file for a path in a directory another account can write (a job's
+// output in StateDir/expand): no symlink followed at its last two
+// components (open_nofollow), regular files only.
+Result<std::string> read_file_nofollow(const std::string &path, size_t max_bytes = 64u << 20);
+
 // Open path without following a symlink at its last two components: its
 // directory is opened O_DIRECTORY|O_NOFOLLOW and the file relative to it
 // with flags|O_NOFOLLOW|O_CLOEXEC. For root code opening a file in a

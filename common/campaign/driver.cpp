@@ -564,7 +564,8 @@ void Driver::run_pair(const std::string &id, int i, const PairRow &p, const Vali
 		rc = end ? std::to_string(end->exit_status) : "";
 	}
 	// The pair test's JSON verdict line (the job's other lines skipped).
-	auto text = read_file(out, 1u << 20);
+	// out_dir may be SlurmUser's: a symlink at the name is not followed.
+	auto text = read_file_nofollow(out, 1u << 20);
 	for (size_t a = 0; text.ok() && a < text->size() && detail.empty();) {
 		size_t b = text->find('\n', a);
 		auto line = text->substr(a, b == std::string::npos ? std::string::npos : b - a);
@@ -680,7 +681,7 @@ Result<Outcome> Driver::run_smokes(const std::string &id, const Validation &v, s
 				    static_cast<long long>(v.smoke_timeout_s), state.c_str(),
 				    reason.empty() ? "None" : reason.c_str());
 			} else {
-				auto text = read_file(r.out, 1u << 20);
+				auto text = read_file_nofollow(r.out, 1u << 20);
 				for (size_t a = 0; text.ok() && a < text->size();) {
 					size_t b = text->find('\n', a);
 					auto line = text->substr(

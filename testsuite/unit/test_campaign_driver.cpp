@@ -474,6 +474,47 @@ void pairs_and_smoke_jobs_then_done_and_a_failed_rack_reruns_alone(void **)
 	assert_int_equal(w.reboots().size(), 4);
 }
 
+// On a site StateDir/expand is SlurmUser's: a pair's or smoke job's output
+// name that is a symlink (to a root-only file) is never read by root; the
+// pair and the rack are judged on the jobs' exit status alone.
+void outputs_behind_symlinks_are_not_read(void **)
+{
+	std::string dir = tmpdir();
+	World w;
+	int n = 0;
+	w.fs.on_submit = [&](FakeSlurm::FakeJob &j, const slurm::BatchJob &b) {
+		std::string target = dir + "/root-only." + std::to_string(n++);
+		assert_true(
+		    write_file_atomic(
+		        target, "{\"detail\": \"root's secret\"}\nverdict: pass: root's secret\n")
+		        .ok());
+		unlink(b.output.c_str());
+		assert_int_equal(symlink(target.c_str(), b.output.c_str()), 0);
+		j.job.state = "COMPLETED";
+		j.job.exit_status = 0;
+	};
+	Validation v;
+	v.admit = "onramp-admit";
+	v.smoke_job = "onramp-smoke-job";
+	v.account = "acct";
+	v.out_dir = dir + "/expand";
+	auto j = open_journal(dir);
+	Settings s = settings(); // the driver keeps a reference
+	CountingCrash none;
+	Driver d(*j, w.fs, w, s, w, none);
+	PlanRequest r{"c1", {"node1", "node2", "node5", "node6"}, 0.5, 1, 600};
+	bool refused = false;
+	assert_true(d.plan(r, kLeafOf, kSizes, &refused).ok());
+	std::string why;
+	auto out = d.run("c1", v, &why);
+	assert_true(out.ok() && out.value() == Outcome::Done);
+	auto pairs = j->pairs("c1");
+	assert_true(pairs.ok() && !pairs->empty());
+	for (const auto &p : pairs.value())
+		assert_true(p.detail.find("secret") == std::string::npos);
+	assert_true(n > 0);
+}
+
 // A pair job that never starts (its nodes taken, its reservation stuck) is
 // cancelled after the pair's wait and the pair is inconclusive: the
 // campaign goes on.
@@ -565,6 +606,7 @@ int main()
 	    cmocka_unit_test(runs_every_wave_and_judges_each_node),
 	    cmocka_unit_test(a_detached_admission_holds_none_of_the_campaigns_descriptors),
 	    cmocka_unit_test(a_pair_job_that_never_ends_is_cancelled_and_inconclusive),
+	    cmocka_unit_test(outputs_behind_symlinks_are_not_read),
 	    cmocka_unit_test(a_users_job_named_like_an_admission_does_not_suppress_it),
 	    cmocka_unit_test(a_crash_at_every_step_then_resume_reboots_no_node_twice),
 	    cmocka_unit_test(a_wave_below_the_rate_pauses_and_a_rerun_readmits_without_reboot),
