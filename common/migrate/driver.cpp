@@ -501,6 +501,16 @@ bool Driver::drive_locked(Migration &m)
 	}
 
 	if (m.state == "HELD") {
+		// A slurmctld that restarted (or failed over) from a state saved
+		// before the requeue has the job RUNNING in its old run: there is
+		// nothing held to steer. Redo the move from the journal.
+		auto held = job(m.job);
+		if (held && held->running() && !new_run(*held, m) && m.redos < kMaxRedos)
+			return redo_lost(m,
+			                 strprintf("slurmctld lost the requeue (restarted from a "
+			                           "state saved before it): job RUNNING on %s, "
+			                           "Restarts %u, before its steering",
+			                           held->nodes.c_str(), held->restarts));
 		slurm::JobUpdate u;
 		u.exc_nodes = m.src;
 		auto all = s_.nodes();
@@ -637,21 +647,8 @@ bool Driver::drive_locked(Migration &m)
 			}
 			clock_.sleep(1);
 		}
-		if (!lost.empty()) {
-			m.redos++;
-			log_warn("job %u: %s; redoing the move from VERIFIED", m.job, lost.c_str());
-			std::string failed;
-			{
-				// Its drain may be lost too: drain the sources again.
-				FileLock lock(lock_path(cfg_, "drain.lock"), true);
-				failed = drain_sources(m);
-			}
-			if (!failed.empty())
-				log_warn("job %u: %s", m.job, failed.c_str());
-			if (!step(m, "VERIFIED", lost + "; redone from here"))
-				return false;
-			return drive_locked(m);
-		}
+		if (!lost.empty())
+			return redo_lost(m, lost);
 		restore_marker(m);
 		FileLock lock(lock_path(cfg_, "drain.lock"), true);
 		if (!m.from_mode)
@@ -666,6 +663,25 @@ bool Driver::drive_locked(Migration &m)
 		                      static_cast<long long>(m.gen)));
 	}
 	return m.state == "DONE" && m.error.empty();
+}
+
+// slurmctld lost the requeue (lost says how it shows): drain the sources
+// again (their drain may be lost too), journal VERIFIED with why, and drive
+// the move again from there (at most kMaxRedos times per run).
+bool Driver::redo_lost(Migration &m, const std::string &lost)
+{
+	m.redos++;
+	log_warn("job %u: %s; redoing the move from VERIFIED", m.job, lost.c_str());
+	std::string failed;
+	{
+		FileLock lock(lock_path(cfg_, "drain.lock"), true);
+		failed = drain_sources(m);
+	}
+	if (!failed.empty())
+		log_warn("job %u: %s", m.job, failed.c_str());
+	if (!step(m, "VERIFIED", lost + "; redone from here"))
+		return false;
+	return drive_locked(m);
 }
 
 bool Driver::drive_all(std::vector<Migration> &ms)

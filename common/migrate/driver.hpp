@@ -131,6 +131,7 @@ private:
 	bool step(Migration &m, const std::string &state, const std::string &msg);
 	bool aborted(Migration &m, const std::string &why);
 	std::string drain_sources(Migration &m);
+	bool redo_lost(Migration &m, const std::string &lost);
 	void undo_drain(Migration &m);
 	void restore_marker(Migration &m);
 	std::set<std::string> nodes_held_by_others(int64_t id);

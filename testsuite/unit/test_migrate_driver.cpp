@@ -8,6 +8,7 @@
 #include <ctime>
 #include <csignal>
 #include <fstream>
+#include <functional>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -355,6 +356,65 @@ void test_a_move_the_controller_forgot_is_redone(void **)
 	assert_int_equal(w.starts, 1);
 }
 
+// slurmctld killed (or failed over, onramp-cluster failover --kill) after
+// the requeue and hold, before it saved them: the controller in control
+// recovers the job RUNNING in its old run on n1, n1's drain gone. The
+// driver journaled HELD; steering a running job is refused ("Job is no
+// longer pending execution"), which aborted the migration (failover.bats,
+// bench/fault-campaign --failover). It sees the requeue was lost and redoes
+// the move from VERIFIED, whether it goes on or is resumed after a crash.
+void test_a_hold_the_controller_forgot_is_redone(void **)
+{
+	for (bool crash : {false, true}) {
+		World w;
+		int64_t before_signal = w.slurm.jobs_.at(kJob).job.start_time;
+		auto forget = [&w, before_signal]() {
+			auto &j = w.slurm.jobs_.at(kJob);
+			j.job.state = "RUNNING";
+			j.job.nodes = "n1";
+			j.job.restarts = 0;
+			j.job.start_time = before_signal;
+			j.job.held = false;
+			slurm::Node &n1 = w.slurm.nodes_["n1"];
+			n1.drain = false;
+			n1.reason.clear();
+		};
+		if (crash) {
+			assert_true(w.migrate_crashing("after", "HELD"));
+			forget();
+			assert_int_equal(w.resume(), 1);
+		} else {
+			struct ForgetAfterHeld : migrate::CrashHook {
+				std::function<void()> f;
+				bool done = false;
+				void after(const std::string &s) override
+				{
+					if (s == "HELD" && !done) {
+						done = true;
+						f();
+					}
+				}
+			} hook;
+			hook.f = forget;
+			w.migrate(hook);
+		}
+		auto all = w.journal()->list(kJob);
+		assert_true(all.ok());
+		assert_int_equal(all->size(), 1);
+		if (all->front().state != "DONE" || !all->front().error.empty())
+			fail_msg("%s: journaled %s with: %s", crash ? "resumed" : "went on",
+			         all->front().state.c_str(), all->front().error.c_str());
+		auto &fj = w.slurm.jobs_.at(kJob);
+		assert_string_equal(fj.job.state.c_str(), "RUNNING");
+		assert_true(fj.job.nodes == "n3" || fj.job.nodes == "n4");
+		assert_false(fj.job.held);
+		assert_int_equal(w.count_actions("requeuehold"), 2);
+		assert_int_equal(w.count_actions("drain n1"), 2); // its lost drain set again
+		assert_false(w.slurm.nodes_["n1"].drain);         // and undone at the end
+		assert_int_equal(w.starts, 1);
+	}
+}
+
 void test_ctld_down_midway(void **)
 {
 	World w;
@@ -680,6 +740,7 @@ int main(void)
 	    cmocka_unit_test(test_env_stop_hook),
 	    cmocka_unit_test(test_requeue_lost_by_slurmctld),
 	    cmocka_unit_test(test_a_move_the_controller_forgot_is_redone),
+	    cmocka_unit_test(test_a_hold_the_controller_forgot_is_redone),
 	    cmocka_unit_test(test_ctld_down_midway),
 	    cmocka_unit_test(test_ctld_down_too_long_aborts_cleanly),
 	    cmocka_unit_test(test_old_journal_mid_flight),
