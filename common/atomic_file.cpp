@@ -486,6 +486,34 @@ Result<size_t> prune_files(const std::string &dir, const PruneSpec &spec)
 	return removed;
 }
 
+Status make_dir_nofollow(const std::string &path, mode_t mode)
+{
+	Status st = make_dirs(dir_of(path), mode);
+	if (!st.ok())
+		return st;
+	if (mkdir(path.c_str(), mode) != 0 && errno != EEXIST)
+		return errno_status("mkdir", path);
+	struct stat sb;
+	if (lstat(path.c_str(), &sb) != 0)
+		return errno_status("stat", path);
+	if (!S_ISDIR(sb.st_mode))
+		return Status::Error(path + ": a symlink or not a directory, refused");
+	return Status::Ok();
+}
+
+int unlink_nofollow(const std::string &path)
+{
+	int dfd = open(dir_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return -1;
+	size_t slash = path.rfind('/');
+	int rc = unlinkat(dfd, path.substr(slash == std::string::npos ? 0 : slash + 1).c_str(), 0);
+	int saved = errno;
+	close(dfd);
+	errno = saved;
+	return rc;
+}
+
 std::vector<std::string> list_dir(const std::string &dir)
 {
 	std::vector<std::string> out;

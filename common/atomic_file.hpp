@@ -76,6 +76,16 @@ private:
 
 // mkdir -p with mode for created directories.
 Status make_dirs(const std::string &path, mode_t mode = 0755);
+// For root making a directory inside one another account can write
+// (NodeStateDir/jobs, StateDir/expand): its parent made as make_dirs does,
+// then the directory created if missing; an error naming it when it is a
+// symlink (root would write into its target) or not a directory.
+Status make_dir_nofollow(const std::string &path, mode_t mode = 0755);
+// unlink path's last component relative to its directory opened
+// O_NOFOLLOW: a symlink put in place of that directory fails (ELOOP or
+// ENOTDIR) instead of removing a name in its target. -1 and errno on
+// failure, like unlink(2).
+int unlink_nofollow(const std::string &path);
 
 // A state directory that holds a node's hardware inventory (NodeStateDir,
 // its verdicts/): missing parents are made 0755, the directory itself 0750;

@@ -201,9 +201,19 @@ int jobcheck_main(JobCheckMode mode, int argc, char **argv)
 	JobCheck jc;
 	if (prolog) {
 		jc = prolog_check(*in.value(), timeout);
+		// NodeStateDir is SlurmUser's where it runs admission jobs: jobs/
+		// may be a symlink it put there, which root must not write
+		// through (make_private_dir refuses it). Without the marker the
+		// epilog looks back to the record.
 		const std::string dir = expand_node(cfg->str("NodeStateDir"), node);
-		if (!job.empty() && make_private_dir(dir).ok() &&
-		    make_private_dir(dir + "/jobs").ok())
+		Status made = job.empty() ? Status::Ok() : make_private_dir(dir);
+		if (made.ok() && !job.empty())
+			made = make_private_dir(dir + "/jobs");
+		if (!made.ok())
+			append_log(cfg.value(), node,
+			           std::string(prog) + " job " + job + " ERROR " + made.message() +
+			               "; no start marker");
+		else if (!job.empty())
 			(void)write_file_atomic(marker_path(cfg.value(), node, job),
 			                        std::to_string(time(nullptr)) + "\n", 0640);
 	} else {
@@ -218,7 +228,7 @@ int jobcheck_main(JobCheckMode mode, int argc, char **argv)
 		}
 		jc = epilog_check(*in.value(), since, timeout);
 		if (!job.empty())
-			unlink(marker_path(cfg.value(), node, job).c_str());
+			(void)unlink_nofollow(marker_path(cfg.value(), node, job));
 	}
 	if (jc.ok) {
 		append_log(cfg.value(), node, std::string(prog) + " job " + job + " ok");

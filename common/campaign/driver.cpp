@@ -720,7 +720,7 @@ Result<Outcome> Driver::run(const std::string &id, const Validation &v, std::str
 	auto r = run_waves(id, why);
 	if (!r.ok() || r.value() == Outcome::Paused)
 		return r;
-	Status st = make_dirs(v.out_dir, 0755);
+	Status st = make_dir_nofollow(v.out_dir, 0755);
 	if (!st.ok())
 		return st;
 	if (!(st = run_pairs(id, v)).ok())

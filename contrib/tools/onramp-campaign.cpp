@@ -166,7 +166,8 @@ int cmd_run(Journal &j, const Args &a, const Config &cfg)
 	s.kick_after_s = a.kick_after;
 	s.poll_s = a.poll;
 	Validation v = validation_from(cfg, a.admit, a.smoke_job);
-	Status st = make_dirs(v.out_dir, 0755);
+	// StateDir is SlurmUser's: expand/ may be a symlink it put there.
+	Status st = make_dir_nofollow(v.out_dir, 0755);
 	if (!st.ok())
 		return fail(st);
 	SpawnAdmission adm(a.onrampctl, a.admit_timeout, v.out_dir + "/admit.log",

@@ -111,6 +111,28 @@ static void open_nofollow_refuses_a_fifo_or_a_hard_link(void **)
 	close(fd);
 }
 
+// A directory root makes, or removes a name in, inside one another account
+// can write: a symlink there is refused and its target keeps its entries.
+static void make_dir_and_unlink_refuse_a_symlinked_directory(void **)
+{
+	std::string dir = unit_tmpdir(), vdir = dir + "/victim.d";
+	assert_int_equal(mkdir(vdir.c_str(), 0700), 0);
+	assert_true(write_file_atomic(vdir + "/1.start", "root's").ok());
+	assert_int_equal(symlink(vdir.c_str(), (dir + "/jobs").c_str()), 0);
+	Status st = make_dir_nofollow(dir + "/jobs");
+	assert_false(st.ok());
+	assert_contains(st.message(), (dir + "/jobs: a symlink").c_str());
+	errno = 0;
+	assert_int_equal(unlink_nofollow(dir + "/jobs/1.start"), -1);
+	assert_true(errno == ELOOP || errno == ENOTDIR);
+	assert_int_equal(count_entries(vdir), 1);
+	assert_true(make_dir_nofollow(dir + "/a/jobs").ok());
+	assert_true(make_dir_nofollow(dir + "/a/jobs").ok());
+	assert_true(write_file_atomic(dir + "/a/jobs/2.start", "x").ok());
+	assert_int_equal(unlink_nofollow(dir + "/a/jobs/2.start"), 0);
+	assert_int_equal(count_entries(dir + "/a/jobs"), 0);
+}
+
 static void errors_name_the_path(void **)
 {
 	Status st = write_file_atomic("/nonexistent-dir/x.json", "x");
@@ -361,6 +383,7 @@ int main(void)
 	    cmocka_unit_test(errors_name_the_path),
 	    cmocka_unit_test(open_nofollow_refuses_a_symlinked_file_or_directory),
 	    cmocka_unit_test(open_nofollow_refuses_a_fifo_or_a_hard_link),
+	    cmocka_unit_test(make_dir_and_unlink_refuse_a_symlinked_directory),
 	    cmocka_unit_test(read_file_refuses_oversize),
 	    cmocka_unit_test(make_dirs_nested),
 	    cmocka_unit_test(modes_hold_with_umask_0),
