@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <sqlite3.h>
+#include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -81,12 +82,24 @@ Result<std::unique_ptr<Db>> Db::open(const std::string &path, int busy_ms, bool 
 	}
 	sqlite3 *h = nullptr;
 	int flags = read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+	// StateDir is SlurmUser's: a symlink there in place of the database
+	// would have root open its target as one, and make an empty file a
+	// journal. SQLite opens the -wal, -shm and -journal files O_NOFOLLOW.
+	flags |= SQLITE_OPEN_NOFOLLOW;
 	int rc = sqlite3_open_v2(path.c_str(), &h, flags | SQLITE_OPEN_FULLMUTEX, nullptr);
 	if (rc != SQLITE_OK) {
-		Status st = Status::Error(
-		    path + ": cannot open: " + (h ? sqlite3_errmsg(h) : sqlite3_errstr(rc)));
+		std::string why = h ? sqlite3_errmsg(h) : sqlite3_errstr(rc);
+		// Say which file was refused.
+		for (const char *suffix : {"", "-wal", "-shm", "-journal"}) {
+			struct stat sb;
+			std::string f = path + suffix;
+			if (lstat(f.c_str(), &sb) == 0 && !S_ISREG(sb.st_mode)) {
+				why += "; " + f + ": a symlink or not a regular file, refused";
+				break;
+			}
+		}
 		sqlite3_close(h);
-		return st;
+		return Status::Error(path + ": cannot open: " + why);
 	}
 	std::unique_ptr<Db> db(new Db(h, path));
 	sqlite3_busy_timeout(h, busy_ms);

@@ -2,6 +2,9 @@
 // transactions that roll back unless committed, errors naming the file.
 #include "unit.hpp"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "db/db.hpp"
 
 using namespace onramp;
@@ -80,6 +83,29 @@ static int64_t count(db::Db &d)
 	return q->i64("c");
 }
 
+// StateDir is SlurmUser's: a symlink in place of the database (to an empty
+// file of root's, which SQLite would make a database) or of its -wal file
+// is refused (the database naming itself), and the target stays as it was.
+static void test_symlinked_database_refused(void **)
+{
+	std::string dir = unit_tmpdir(), victim = dir + "/victim";
+	FILE *f = fopen(victim.c_str(), "w");
+	assert_non_null(f);
+	fclose(f);
+	assert_int_equal(symlink(victim.c_str(), (dir + "/a.db").c_str()), 0);
+	auto a = db::Db::open(dir + "/a.db");
+	assert_false(a.ok());
+	assert_contains(a.status().message(), (dir + "/a.db: a symlink").c_str());
+	// The -wal file is opened at the first write (SQLite's O_NOFOLLOW).
+	assert_int_equal(symlink(victim.c_str(), (dir + "/b.db-wal").c_str()), 0);
+	auto b = db::Db::open(dir + "/b.db");
+	assert_false(b.ok() &&
+	             b.value()->exec("CREATE TABLE t (x); INSERT INTO t VALUES (1)").ok());
+	struct stat sb;
+	assert_int_equal(stat(victim.c_str(), &sb), 0);
+	assert_int_equal(sb.st_size, 0);
+}
+
 static void test_transactions(void **)
 {
 	std::string path;
@@ -141,6 +167,7 @@ int main(void)
 	    cmocka_unit_test(test_bind_and_read_by_name),
 	    cmocka_unit_test(test_errors_name_the_file),
 	    cmocka_unit_test(test_transactions),
+	    cmocka_unit_test(test_symlinked_database_refused),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
