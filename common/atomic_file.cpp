@@ -275,6 +275,21 @@ Result<std::string> read_file_at(int dirfd, const std::string &name, const std::
 	return read_fd(fd, path, max_bytes);
 }
 
+Status refuse_foreign_symlink(const std::string &path)
+{
+	std::string p = path;
+	while (p.size() > 1 && p.back() == '/')
+		p.pop_back();
+	struct stat sb;
+	if (lstat(p.c_str(), &sb) != 0)
+		return errno == ENOENT ? Status::Ok() : errno_status("stat", p);
+	if (S_ISLNK(sb.st_mode) && sb.st_uid != 0 && sb.st_uid != geteuid())
+		return Status::Error(strprintf("%s: a symlink of uid %u (neither root's nor this "
+		                               "account's), refused",
+		                               p.c_str(), static_cast<unsigned>(sb.st_uid)));
+	return Status::Ok();
+}
+
 Result<std::string> read_file_nofollow(const std::string &path, size_t max_bytes)
 {
 	int fd = open_nofollow(path, O_RDONLY | O_NOCTTY);

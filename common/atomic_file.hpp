@@ -34,6 +34,12 @@ Result<std::string> read_file(const std::string &path, size_t max_bytes = 64u <<
 Result<std::string> read_file_at(int dirfd, const std::string &name, const std::string &path,
                                  size_t max_bytes = 64u << 20);
 
+// A symlink at path that neither root nor this account made (a symlink's
+// owner is whoever created it) is refused: one SlurmUser put in place of a
+// directory root writes into (StateDir/fleet), while an admin's own
+// symlink (FleetDir on shared storage) is kept. Ok for anything else.
+Status refuse_foreign_symlink(const std::string &path);
+
 // read_file for a path in a directory another account can write (a job's
 // output in StateDir/expand): no symlink followed at its last two
 // components (open_nofollow), regular files only.

@@ -42,7 +42,11 @@ Status record_probe_results(const Policy &p, const std::vector<PairSample> &samp
 	all.insert(all.end(), samples.begin(), samples.end());
 	if (all.size() > kProbeMax)
 		all.erase(all.begin(), all.begin() + static_cast<long>(all.size() - kProbeMax));
-	Status st = make_dirs(p.dir + "/probe");
+	Status st = refuse_foreign_symlink(p.dir);
+	if (st.ok())
+		st = refuse_foreign_symlink(p.dir + "/probe");
+	if (st.ok())
+		st = make_dirs(p.dir + "/probe");
 	if (!st.ok())
 		return st;
 	return write_file_atomic(probe_results_path(p), pairs_to_json(all).dump() + "\n", 0644);

@@ -207,7 +207,11 @@ Status append_history(const Policy &p, const Entry &e)
 	Json a = Json::array();
 	for (const auto &x : entries)
 		a.push(x.to_json());
-	Status st = make_dirs(p.dir);
+	// <StateDir>/fleet sits in a directory SlurmUser may own: a symlink it
+	// put there instead is not written through.
+	Status st = refuse_foreign_symlink(p.dir);
+	if (st.ok())
+		st = make_dirs(p.dir);
 	if (!st.ok())
 		return st;
 	return write_file_atomic(path, a.dump(true) + "\n", 0644);

@@ -6,8 +6,12 @@
 
 #include <cmath>
 #include <ctime>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "admit/record.hpp"
+#include "atomic_file.hpp"
 #include "fleet/reference.hpp"
 #include "log.hpp"
 
@@ -145,6 +149,31 @@ static void a_nodes_history_is_kept_and_bounded(void **)
 	                      h->back().metrics.at(admit::kMemBw)) < 1e-9);
 }
 
+// <StateDir>/fleet replaced by SlurmUser (who may own StateDir) with a
+// symlink to a root-only directory: root writes no history there. An
+// admin's (root's) own symlink is followed.
+static void a_symlink_someone_else_put_in_place_of_the_fleet_dir_is_refused(void **)
+{
+	if (geteuid() != 0)
+		skip();
+	std::string t = unit_tmpdir();
+	assert_int_equal(mkdir((t + "/victim").c_str(), 0700), 0);
+	Policy p = policy(1);
+	p.dir = t + "/fleet";
+	assert_int_equal(symlink((t + "/victim").c_str(), p.dir.c_str()), 0);
+	struct passwd *nobody = getpwnam("nobody");
+	assert_non_null(nobody);
+	assert_int_equal(lchown(p.dir.c_str(), nobody->pw_uid, nobody->pw_gid), 0);
+	Status st = append_history(p, entry_of(passing_verdict("x1", 100)));
+	assert_false(st.ok());
+	assert_contains(st.message(), (p.dir + ": a symlink of uid").c_str());
+	assert_true(list_dir(t + "/victim").empty());
+	// root's own symlink (an admin's FleetDir elsewhere) is used.
+	assert_int_equal(lchown(p.dir.c_str(), 0, 0), 0);
+	assert_true(append_history(p, entry_of(passing_verdict("x1", 100))).ok());
+	assert_int_equal(list_dir(t + "/victim").size(), 1);
+}
+
 static void old_admissions_and_excluded_nodes_leave_the_reference(void **)
 {
 	Policy p = policy(1);
@@ -185,6 +214,7 @@ int main()
 	    cmocka_unit_test(slow_drains_when_the_policy_says_drain),
 	    cmocka_unit_test(the_node_itself_and_other_skus_are_not_its_reference),
 	    cmocka_unit_test(a_nodes_history_is_kept_and_bounded),
+	    cmocka_unit_test(a_symlink_someone_else_put_in_place_of_the_fleet_dir_is_refused),
 	    cmocka_unit_test(old_admissions_and_excluded_nodes_leave_the_reference),
 	    cmocka_unit_test(a_bad_history_file_is_an_error_naming_it),
 	};
