@@ -250,6 +250,16 @@ explained() {
 healthy() {
 	[[ $(scontrol ping | grep -c 'is UP') -eq 2 ]] || return 1
 	local n
+	# A SIGKILLed controller can lose the jobs it started in its last
+	# seconds; the backup hands their ids out again and Slurm itself drains
+	# a node still running the lost one ("Duplicate jobid"). That is
+	# Slurm's reason, which onramp never touches: the admin resumes it.
+	for n in $(expand_hostlist "node[1-$ONRAMP_CLUSTER_NODES]"); do
+		if [[ $(node_reason "$n") == "Duplicate jobid"* ]]; then
+			echo "resuming $n as an admin would: $(node_reason "$n")" >&2
+			scontrol update nodename="$n" state=resume || true
+		fi
+	done
 	for n in $(expand_hostlist "node[1-$ONRAMP_CLUSTER_NODES]"); do
 		admitted_idle "$n" || return 1
 	done
