@@ -84,22 +84,34 @@ stamp() {
 	[ -f "$T/state/c.lock" ] && [ ! -L "$T/state/c.lock" ]
 }
 
+# stand_in_admit BIN VERDICT [CONF]: an onramp-admit in BIN that prints
+# VERDICT (into its --output, else on stdout) and "onramp:OK" into its
+# --reason-file; with CONF, its prune-verdicts is the real one on CONF.
+stand_in_admit() {
+	{
+		echo '#!/bin/bash'
+		[ -z "${3:-}" ] || printf '[ "$1" != prune-verdicts ] || exec %q "$@" --conf %q\n' \
+			"$ONRAMP_REPO/node_features/onramp-admit" "$3"
+		cat <<'EOS'
+while [ $# -gt 0 ]; do
+	[ "$1" = --reason-file ] && echo "onramp:OK" >"$2"
+	[ "$1" = --output ] && exec >"$2"
+	shift
+done
+EOS
+		printf 'echo %q\n' "$2"
+	} >"$1/onramp-admit"
+	chmod +x "$1/onramp-admit"
+}
+
 @test "the admission job writes its verdict over a symlink, never through it" {
 	local before bin=$T/bin
 	mkdir -p "$bin" "$T/state/verdicts"
 	chown nobody: "$T/state/verdicts"
 	# Stand-ins for onramp-config (NodeStateDir) and onramp-admit (a verdict).
 	printf '#!/bin/bash\necho %q\n' "$T/state" >"$bin/onramp-config"
-	cat >"$bin/onramp-admit" <<'EOS'
-#!/bin/bash
-while [ $# -gt 0 ]; do
-	[ "$1" = --reason-file ] && echo "onramp:OK" >"$2"
-	[ "$1" = --output ] && exec >"$2"
-	shift
-done
-echo '{"verdict": "pass"}'
-EOS
-	chmod +x "$bin/onramp-config" "$bin/onramp-admit"
+	stand_in_admit "$bin" '{"verdict": "pass"}'
+	chmod +x "$bin/onramp-config"
 	ln -s "$T/victim" "$T/state/verdicts/verdict.manual.json"
 	before=$(stamp "$T/victim")
 	run env -u SLURM_JOB_ID ONRAMP_LIBEXEC="$bin" SLURMD_NODENAME=node1 \
@@ -148,17 +160,8 @@ EOS
 	echo "NodeStateDir=$T/state" >"$T/onramp.conf"
 	# A stand-in onramp-admit that prints a verdict; the pruning is the
 	# real one.
-	cat >"$bin/onramp-admit" <<EOS
-#!/bin/bash
-[ "\$1" != prune-verdicts ] || exec "$ONRAMP_REPO/node_features/onramp-admit" "\$@" --conf "$T/onramp.conf"
-while [ \$# -gt 0 ]; do
-	[ "\$1" = --reason-file ] && echo "onramp:OK" >"\$2"
-	[ "\$1" = --output ] && exec >"\$2"
-	shift
-done
-echo '{"verdict": "pass", "serial": "1650921000001"}'
-EOS
-	chmod +x "$bin/onramp-config" "$bin/onramp-admit"
+	stand_in_admit "$bin" '{"verdict": "pass", "serial": "1650921000001"}' "$T/onramp.conf"
+	chmod +x "$bin/onramp-config"
 	# A job submitted under umask 0 (slurmd gives the job the submitter's).
 	run bash -c 'umask 0; exec "$@"' _ env -u SLURM_JOB_ID ONRAMP_LIBEXEC="$bin" \
 		SLURMD_NODENAME=node1 "$ONRAMP_REPO/contrib/libexec/onramp-admission-job"

@@ -388,6 +388,27 @@ INSERT INTO expand_nodes (campaign, node, rack, wave, state, reboots, t_planned,
 	remove_dir(dir);
 }
 
+// Campaign c1 over node1, node2, node5 and node6, planned in waves of half
+// a rack: its driver (which keeps references to the settings), journal and
+// validation, the jobs' output in dir/expand.
+struct C1 {
+	Validation v;
+	std::unique_ptr<Journal> j;
+	Settings s = settings();
+	CountingCrash none;
+	Driver d;
+	C1(const std::string &dir, World &w) : j(open_journal(dir)), d(*j, w.fs, w, s, w, none)
+	{
+		v.admit = "onramp-admit";
+		v.smoke_job = "onramp-smoke-job";
+		v.account = "acct";
+		v.out_dir = dir + "/expand";
+		PlanRequest r{"c1", {"node1", "node2", "node5", "node6"}, 0.5, 1, 600};
+		bool refused = false;
+		assert_true(d.plan(r, kLeafOf, kSizes, &refused).ok());
+	}
+};
+
 // After the waves: each cross-rack pair runs in its own reservation (gone
 // afterwards) and is journaled with its verdict's detail; a rack whose smoke
 // job fails pauses the campaign; after the fix only that rack's smoke job
@@ -411,18 +432,10 @@ void pairs_and_smoke_jobs_then_done_and_a_failed_rack_reruns_alone(void **)
 		j.job.state = bad ? "FAILED" : "COMPLETED";
 		j.job.exit_status = bad ? 1 : 0;
 	};
-	Validation v;
-	v.admit = "onramp-admit";
-	v.smoke_job = "onramp-smoke-job";
-	v.account = "acct";
-	v.out_dir = dir + "/expand";
-	auto j = open_journal(dir);
-	Settings s = settings();
-	CountingCrash none;
-	Driver d(*j, w.fs, w, s, w, none);
-	PlanRequest r{"c1", {"node1", "node2", "node5", "node6"}, 0.5, 1, 600};
-	bool refused = false;
-	assert_true(d.plan(r, kLeafOf, kSizes, &refused).ok());
+	C1 c(dir, w);
+	Validation &v = c.v;
+	auto &j = c.j;
+	Driver &d = c.d;
 	std::string why;
 	auto out = d.run("c1", v, &why);
 	assert_true(out.ok());
@@ -452,7 +465,7 @@ void pairs_and_smoke_jobs_then_done_and_a_failed_rack_reruns_alone(void **)
 		} else {
 			smoke_jobs++;
 			assert_int_equal(b.num_nodes, 2);
-			assert_string_equal(b.constraint.c_str(), s.feature.c_str());
+			assert_string_equal(b.constraint.c_str(), c.s.feature.c_str());
 			assert_string_equal(b.command.at(0).c_str(), "onramp-smoke-job");
 		}
 	}
@@ -493,22 +506,11 @@ void outputs_behind_symlinks_are_not_read(void **)
 		j.job.state = "COMPLETED";
 		j.job.exit_status = 0;
 	};
-	Validation v;
-	v.admit = "onramp-admit";
-	v.smoke_job = "onramp-smoke-job";
-	v.account = "acct";
-	v.out_dir = dir + "/expand";
-	auto j = open_journal(dir);
-	Settings s = settings(); // the driver keeps a reference
-	CountingCrash none;
-	Driver d(*j, w.fs, w, s, w, none);
-	PlanRequest r{"c1", {"node1", "node2", "node5", "node6"}, 0.5, 1, 600};
-	bool refused = false;
-	assert_true(d.plan(r, kLeafOf, kSizes, &refused).ok());
+	C1 c(dir, w);
 	std::string why;
-	auto out = d.run("c1", v, &why);
+	auto out = c.d.run("c1", c.v, &why);
 	assert_true(out.ok() && out.value() == Outcome::Done);
-	auto pairs = j->pairs("c1");
+	auto pairs = c.j->pairs("c1");
 	assert_true(pairs.ok() && !pairs->empty());
 	for (const auto &p : pairs.value())
 		assert_true(p.detail.find("secret") == std::string::npos);
