@@ -268,11 +268,19 @@ big_plan() {
 		"FabricFile \(.*onramp\.conf:$line\): .*fabric\.json: not a regular file"
 }
 
+# slurmd_pid NODE: sets pid to the node's slurmd. From 23.11 a reconfigure
+# re-executes slurmd, which rewrites its pid file: the first line, once it
+# names a live process.
+slurmd_pid() {
+	pid=$(head -n 1 "$ONRAMP_CLUSTER_DIR/var/run/slurmd-$1.pid" 2>/dev/null) &&
+		[[ $pid =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null
+}
+
 # restart_slurmd NODE: stop and start the node's slurmd (no reboot: the
 # boot identity stays).
 restart_slurmd() {
 	local pid
-	pid=$(cat "$ONRAMP_CLUSTER_DIR/var/run/slurmd-$1.pid")
+	wait_for 20 "slurmd of $1's pid file" slurmd_pid "$1"
 	kill "$pid"
 	wait_for 20 "slurmd of $1 to stop" eval "! kill -0 $pid 2>/dev/null"
 	slurmd -N "$1" -f "$SLURM_CONF" </dev/null >>"$ONRAMP_CLUSTER_DIR/log/slurmd-$1.out" 2>&1
