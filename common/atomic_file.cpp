@@ -92,8 +92,10 @@ void split_path(const std::string &path, std::string *dir, std::string *base)
 FileLock::FileLock(const std::string &path, bool wait, bool shared)
 {
 	fd_ = open_nofollow(path, O_RDONLY | O_CREAT, 0644);
-	if (fd_ < 0)
+	if (fd_ < 0) {
+		refused_ = open_nofollow_error(path, errno);
 		return;
+	}
 	int rc;
 	while ((rc = flock(fd_, (shared ? LOCK_SH : LOCK_EX) | (wait ? 0 : LOCK_NB))) != 0 &&
 	       errno == EINTR) {
@@ -288,6 +290,22 @@ Status refuse_foreign_symlink(const std::string &path)
 		                               "account's), refused",
 		                               p.c_str(), static_cast<unsigned>(sb.st_uid)));
 	return Status::Ok();
+}
+
+std::string open_nofollow_error(const std::string &path, int err)
+{
+	switch (err) {
+	case ELOOP:
+		return path + ": a symlink, refused";
+	case ENOTDIR:
+		return path + ": its directory is a symlink or not a directory, refused";
+	case EINVAL:
+		return path + ": not a regular file (a FIFO, a device, a directory), refused";
+	case EMLINK:
+		return path + ": a hard link to another file, refused";
+	default:
+		return path + ": " + strerror(err);
+	}
 }
 
 Result<std::string> read_file_nofollow(const std::string &path, size_t max_bytes)

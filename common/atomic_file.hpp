@@ -40,6 +40,10 @@ Result<std::string> read_file_at(int dirfd, const std::string &name, const std::
 // symlink (FleetDir on shared storage) is kept. Ok for anything else.
 Status refuse_foreign_symlink(const std::string &path);
 
+// Why open_nofollow(path) failed with err, in words naming path ("a
+// symlink, refused", "not a regular file ..., refused", ...).
+std::string open_nofollow_error(const std::string &path, int err);
+
 // read_file for a path in a directory another account can write (a job's
 // output in StateDir/expand): no symlink followed at its last two
 // components (open_nofollow), regular files only.
@@ -75,9 +79,14 @@ public:
 	// Turn a held lock into an exclusive one without waiting; false (the
 	// lock kept as it was) when another descriptor holds it too.
 	bool try_exclusive();
+	// Why the lock file could not be opened (a symlink, a FIFO, a hard link
+	// another account put there: open_nofollow_error), "" when it was,
+	// held or not.
+	const std::string &refused() const { return refused_; }
 
 private:
 	int fd_ = -1;
+	std::string refused_;
 };
 
 // mkdir -p with mode for created directories.

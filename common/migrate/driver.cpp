@@ -284,6 +284,16 @@ bool Driver::drive(Migration &m)
 {
 	// One driver per migration: a resume next to a live run skips it.
 	FileLock lock(lock_path(cfg_, strprintf("migrate.%u.lock", m.job)), false);
+	// The drain lock is waited for later, with nothing left to refuse
+	// then: a lock file that cannot be opened stops the migration here.
+	std::string refused = lock.refused();
+	if (refused.empty())
+		refused = FileLock(lock_path(cfg_, "drain.lock"), false).refused();
+	if (!refused.empty()) {
+		m.error = "cannot open a lock file: " + refused + "; skipped";
+		log_error("job %u: %s", m.job, m.error.c_str());
+		return false;
+	}
 	if (!lock.held()) {
 		m.error = strprintf("migration %lld is being driven by another onrampctl; skipped",
 		                    static_cast<long long>(m.id));
