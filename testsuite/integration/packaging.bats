@@ -97,7 +97,12 @@ exporter_unit_is_unprivileged() {
 		"$d$prefix/lib/sysusers.d/onramp.conf"
 	# The example configuration is valid, also with every key uncommented.
 	"$d$prefix/sbin/onramp-config" --conf "$d$prefix/share/doc/onramp/examples/onramp.conf.example" --check
-	sed 's/^#\([A-Z]\)/\1/' "$d$prefix/share/doc/onramp/examples/onramp.conf.example" >"$BATS_TEST_TMPDIR/all.conf"
+	# SharedStateDir must exist (root's, writable by no one else): here, one
+	# made for the test in place of the example's shared storage.
+	mkdir -m 0755 "$BATS_TEST_TMPDIR/shared"
+	sed -e 's/^#\([A-Z]\)/\1/' -e "s|^SharedStateDir=.*|SharedStateDir=$BATS_TEST_TMPDIR/shared|" \
+		"$d$prefix/share/doc/onramp/examples/onramp.conf.example" >"$BATS_TEST_TMPDIR/all.conf"
+	grep -q "^SharedStateDir=$BATS_TEST_TMPDIR/shared$" "$BATS_TEST_TMPDIR/all.conf"
 	"$d$prefix/sbin/onramp-config" --conf "$BATS_TEST_TMPDIR/all.conf" --check
 }
 
