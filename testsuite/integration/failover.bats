@@ -31,6 +31,11 @@ sync_topology() {
 	! topology_from_file || "$REWIRE" sync-topology
 }
 
+# A backup handing control back saves its state first; on a loaded machine
+# (the CI run's three lanes) that took longer than onramp-cluster's default
+# 60 s for both controllers to answer again.
+export ONRAMP_FAILOVER_TIMEOUT=${ONRAMP_FAILOVER_TIMEOUT:-150}
+
 setup_file() {
 	[[ $(cluster_param HA) == yes ]] || return 0
 	require_cluster
