@@ -534,6 +534,35 @@ Status make_dir_nofollow(const std::string &path, mode_t mode)
 	return Status::Ok();
 }
 
+Status make_owned_dir(const std::string &path, uid_t uid, gid_t gid)
+{
+	Status st = make_dir_nofollow(path, 0755);
+	if (!st.ok())
+		return st;
+	int dfd = open(dir_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return errno_status("open", dir_of(path));
+	size_t slash = path.rfind('/');
+	int fd = openat(dfd, path.substr(slash == std::string::npos ? 0 : slash + 1).c_str(),
+	                O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int saved = errno;
+	close(dfd);
+	if (fd < 0) {
+		if (saved == ELOOP || saved == ENOTDIR)
+			return Status::Error(path + ": a symlink or not a directory, refused");
+		errno = saved;
+		return errno_status("open", path);
+	}
+	struct stat sb;
+	Status out = Status::Ok();
+	if (fstat(fd, &sb) != 0)
+		out = errno_status("stat", path);
+	else if ((sb.st_uid != uid || sb.st_gid != gid) && fchown(fd, uid, gid) != 0)
+		out = errno_status("chown", path);
+	close(fd);
+	return out;
+}
+
 int unlink_nofollow(const std::string &path)
 {
 	int dfd = open(dir_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

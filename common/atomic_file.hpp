@@ -96,6 +96,13 @@ Status make_dirs(const std::string &path, mode_t mode = 0755);
 // then the directory created if missing; an error naming it when it is a
 // symlink (root would write into its target) or not a directory.
 Status make_dir_nofollow(const std::string &path, mode_t mode = 0755);
+// onramp's shared state directories (StateDir/locks, StateDir/admit,
+// NodeStateDir/verdicts), made by root for SlurmUser: created when missing
+// (make_dir_nofollow), then opened O_DIRECTORY|O_NOFOLLOW relative to its
+// parent and given to uid:gid through that descriptor (fchown), so a name
+// swapped after the check (a symlink, a hard link to a root-owned file) is
+// refused or never reached: root gives away only the directory it opened.
+Status make_owned_dir(const std::string &path, uid_t uid, gid_t gid);
 // unlink path's last component relative to its directory opened
 // O_NOFOLLOW: a symlink put in place of that directory fails (ELOOP or
 // ENOTDIR) instead of removing a name in its target. -1 and errno on

@@ -49,6 +49,33 @@ stamp() {
 	[ "$(stat -c %U "$T/state/admit")" = nobody ]
 }
 
+@test "onramp_state_dir gives SlurmUser the directory it checked, never a hard link swapped in after the check" {
+	# With fs.protected_hardlinks=0 SlurmUser can hard-link a root-owned
+	# file into its directory; here root plays that part, swapping the
+	# name between a directory and such a link while root's flows prepare
+	# it. chown -h by name, after the check, gave the file away.
+	local i
+	ln "$T/victim" "$T/victim.link"
+	(
+		set +e
+		while :; do
+			rm -rf "$T/state/locks"
+			mkdir "$T/state/locks" 2>/dev/null
+			rm -rf "$T/state/locks"
+			ln -T "$T/victim.link" "$T/state/locks" 2>/dev/null
+			rm -f "$T/state/locks" 2>/dev/null
+		done
+	) &
+	local swapper=$!
+	for i in $(seq 1 200); do
+		bash -c '. "$1"; onramp_state_dir "$2/locks"' _ "$LIB" "$T/state" 2>/dev/null || true
+	done
+	kill "$swapper"
+	wait "$swapper" || true
+	stat -c '%U:%G %n' "$T/victim"
+	[ "$(stat -c %U:%G "$T/victim")" = root:root ]
+}
+
 @test "onramp_lock_open refuses a FIFO or a directory as the lock file instead of blocking on it" {
 	# Seen live: a FIFO SlurmUser put at StateDir/locks/expand.ID.lock
 	# held root's onrampctl expand in open(2) until killed. The guard
@@ -86,10 +113,12 @@ stamp() {
 
 # stand_in_admit BIN VERDICT [CONF]: an onramp-admit in BIN that prints
 # VERDICT (into its --output, else on stdout) and "onramp:OK" into its
-# --reason-file; with CONF, its prune-verdicts is the real one on CONF.
+# --reason-file; its state-dir is the real one, and with CONF, so is its
+# prune-verdicts (on CONF).
 stand_in_admit() {
 	{
 		echo '#!/bin/bash'
+		printf '[ "$1" != state-dir ] || exec %q "$@"\n' "$ONRAMP_REPO/node_features/onramp-admit"
 		[ -z "${3:-}" ] || printf '[ "$1" != prune-verdicts ] || exec %q "$@" --conf %q\n' \
 			"$ONRAMP_REPO/node_features/onramp-admit" "$3"
 		cat <<'EOS'
