@@ -100,31 +100,6 @@ onramp_state_dir() {
 	done
 }
 
-# onramp_lock_open FILE: open FILE for flock on a read-only descriptor
-# (created if missing), so a lock file left by root serves SlurmUser and vice
-# versa; the descriptor is left in ONRAMP_LOCK_FD (not a subshell: it must
-# stay open in the caller). A symlink is refused and a missing file is
-# created exclusively (noclobber: O_EXCL, which follows no symlink), so
-# root never creates or opens a file through a link SlurmUser planted.
-onramp_lock_open() {
-	if [ -L "$1" ]; then
-		echo "onramp: refusing lock file $1: a symlink" >&2
-		return 1
-	fi
-	[ -e "$1" ] || (set -C && : 2>/dev/null >"$1") || [ -e "$1" ] || return 1
-	[ ! -L "$1" ] || return 1
-	# A FIFO would block the open below until someone writes to it (a
-	# directory or a device is no lock file either): a regular file only.
-	# What remains is a race (the name swapped between this test and the
-	# open), which only the account that owns the directory can run.
-	if [ ! -f "$1" ]; then
-		echo "onramp: refusing lock file $1: not a regular file" >&2
-		return 1
-	fi
-	# shellcheck disable=SC2034 # read by the caller
-	exec {ONRAMP_LOCK_FD}<"$1"
-}
-
 # The sbatch options of admission and pair-test jobs, one per line:
 # --exclusive (AdmissionExclusive) and --gres=... (AdmissionGres), so the
 # checks see the node's GPUs (ConstrainDevices=yes) and share them with no
