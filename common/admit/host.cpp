@@ -645,7 +645,14 @@ std::string probe(const std::string &dir, const std::string &user, uint64_t byte
 	close(fds[0]);
 	bool late = now_s() >= deadline;
 	kill(pid, SIGKILL);
-	while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+	// A child stuck in the kernel (a hung NFS or Lustre mount) cannot die
+	// until the filesystem answers: reap it if it goes within 2 s, else
+	// leave it to the check runner, which kills and reaps the whole group.
+	for (int i = 0; i < 200; i++) {
+		pid_t w = waitpid(pid, nullptr, WNOHANG);
+		if (w == pid || (w < 0 && errno != EINTR))
+			break;
+		usleep(10000);
 	}
 	if (late && text.empty())
 		return strprintf("ERR the write test did not finish within %g s",
@@ -662,6 +669,16 @@ std::string tool(const Config &cfg, const char *key, const std::string &node, st
 		return "";
 	}
 	return p;
+}
+
+// Run a site tool (an absolute path, never a shell) for at most 30 s.
+ProcResult run_tool(std::vector<std::string> argv, size_t max_output)
+{
+	ProcOptions po;
+	po.timeout_s = 30;
+	po.separate_stderr = true;
+	po.max_output = max_output;
+	return run_argv(argv, po);
 }
 
 } // namespace
@@ -744,11 +761,7 @@ HostObs observe_host(const HostSpec &spec, const Config &cfg, const std::string 
 			if (sc.empty()) {
 				s.error = why;
 			} else {
-				ProcOptions po;
-				po.timeout_s = 30;
-				po.separate_stderr = true;
-				po.max_output = 4096;
-				ProcResult pr = run_argv({sc, "is-active", "--", name}, po);
+				ProcResult pr = run_tool({sc, "is-active", "--", name}, 4096);
 				std::string state = trim(pr.out);
 				if (pr.timed_out || pr.rc < 0 || state.empty() ||
 				    state.find('\n') != std::string::npos)
@@ -769,11 +782,7 @@ HostObs observe_host(const HostSpec &spec, const Config &cfg, const std::string 
 		if (cc.empty()) {
 			o.clock_error = why;
 		} else {
-			ProcOptions po;
-			po.timeout_s = 30;
-			po.separate_stderr = true;
-			po.max_output = 65536;
-			ProcResult pr = run_argv({cc, "-c", "tracking"}, po);
+			ProcResult pr = run_tool({cc, "-c", "tracking"}, 65536);
 			if (pr.rc != 0) {
 				o.clock_error =
 				    strprintf("chronyc -c tracking exited %d: %s", pr.rc,
