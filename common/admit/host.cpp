@@ -180,7 +180,7 @@ Result<std::vector<MountSpec>> parse_mount_list(const std::string &text)
 			continue;
 		std::vector<std::string> p = split_on(item, ':');
 		if (p.size() < 2 || p.size() > 3)
-			return Status::Error("AdmissionMounts: '" + item +
+			return Status::Error("'" + item +
 			                     "' is not PATH:TYPE or PATH:TYPE:MINFREEGIB");
 		MountSpec m;
 		m.path = p[0];
@@ -188,18 +188,18 @@ Result<std::vector<MountSpec>> parse_mount_list(const std::string &text)
 		if (m.path.empty() || m.path[0] != '/' ||
 		    m.path.find("/../") != std::string::npos ||
 		    (m.path.size() >= 3 && m.path.compare(m.path.size() - 3, 3, "/..") == 0))
-			return Status::Error("AdmissionMounts: '" + item +
+			return Status::Error("'" + item +
 			                     "': the path must be absolute, without '..'");
 		while (m.path.size() > 1 && m.path.back() == '/')
 			m.path.pop_back();
 		if (m.type.empty())
-			return Status::Error("AdmissionMounts: '" + item + "': no filesystem type");
+			return Status::Error("'" + item + "': no filesystem type");
 		if (p.size() == 3 && (!parse_double(p[2], &m.min_free_gib) || m.min_free_gib < 0))
-			return Status::Error("AdmissionMounts: '" + item + "': MINFREEGIB '" +
-			                     p[2] + "' is not a non-negative number");
+			return Status::Error("'" + item + "': MINFREEGIB '" + p[2] +
+			                     "' is not a non-negative number");
 		for (const auto &o : out)
 			if (o.path == m.path)
-				return Status::Error("AdmissionMounts: " + m.path + " named twice");
+				return Status::Error(m.path + " named twice");
 		out.push_back(m);
 	}
 	return out;
@@ -276,7 +276,8 @@ Result<HostSpec> host_spec(const Config &cfg, const std::vector<std::string> &cm
 	if (cfg.is_set("AdmissionMounts")) {
 		auto m = parse_mount_list(cfg.str("AdmissionMounts"));
 		if (!m.ok())
-			return m.status();
+			return Status::Error(cfg.where("AdmissionMounts") + ": " +
+			                     m.status().message());
 		s.mounts = m.value();
 	}
 	if (cfg.is_set("AdmissionCheckpointMount")) {
@@ -285,8 +286,8 @@ Result<HostSpec> host_spec(const Config &cfg, const std::vector<std::string> &cm
 		for (const auto &m : s.mounts)
 			named = named || m.path == s.ckpt_mount;
 		if (!named)
-			return Status::Error("AdmissionCheckpointMount=" + s.ckpt_mount +
-			                     " is not one of AdmissionMounts");
+			return Status::Error(cfg.where("AdmissionCheckpointMount") + ": " +
+			                     s.ckpt_mount + " is not one of AdmissionMounts");
 	}
 	s.io_bytes = static_cast<uint64_t>(cfg.integer("AdmissionIoBytes"));
 	s.io_timeout_s = static_cast<double>(cfg.seconds("AdmissionIoTimeout"));
@@ -298,7 +299,7 @@ Result<HostSpec> host_spec(const Config &cfg, const std::vector<std::string> &cm
 			if (n.empty())
 				continue;
 			if (!valid_service_name(n))
-				return Status::Error("AdmissionServices: '" + n +
+				return Status::Error(cfg.where("AdmissionServices") + ": '" + n +
 				                     "' is not a service name");
 			s.services.push_back(n);
 		}

@@ -143,7 +143,9 @@ struct HostObs {
 	std::map<std::string, std::string> sysctl_errors; // key -> why unread
 };
 
-// The spec from onramp.conf and the baseline's host section.
+// The spec from onramp.conf and the baseline's host section. Errors name
+// the key, the file and the line (onramp-admit refuses such a config
+// before running any check: exit 2).
 Result<HostSpec> host_spec(const Config &cfg, const std::vector<std::string> &cmdline,
                            const std::map<std::string, std::string> &sysctl,
                            double ckpt_write_min_gbs, double ckpt_read_min_gbs);

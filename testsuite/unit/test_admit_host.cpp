@@ -296,7 +296,13 @@ static void host_observed_under_a_fixture_root(void **)
 	// The checkpoint mount must be one of the mounts.
 	auto cfg3 = Config::parse("AdmissionMounts=/data:nfs4\nAdmissionCheckpointMount=/ckpt\n",
 	                          "test.conf");
-	assert_false(host_spec(cfg3.value(), {}, {}, 0, 0).ok());
+	auto bad = host_spec(cfg3.value(), {}, {}, 0, 0);
+	assert_false(bad.ok());
+	assert_contains(bad.status().message(), "AdmissionCheckpointMount (test.conf:2)");
+	auto cfg4 = Config::parse("AdmissionMounts=/data\n", "test.conf");
+	bad = host_spec(cfg4.value(), {}, {}, 0, 0);
+	assert_false(bad.ok());
+	assert_contains(bad.status().message(), "AdmissionMounts (test.conf:1): '/data' is not");
 }
 
 static const char *const kDcgmFail = R"(WARNING: a line dcgmi printed first
