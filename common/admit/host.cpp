@@ -86,7 +86,7 @@ std::string unescape_octal(const std::string &s)
 {
 	std::string out;
 	for (size_t i = 0; i < s.size(); i++) {
-		if (s[i] == '\\' && i + 3 < s.size() + 0 && s[i + 1] >= '0' && s[i + 1] <= '3' &&
+		if (s[i] == '\\' && i + 3 < s.size() && s[i + 1] >= '0' && s[i + 1] <= '3' &&
 		    s[i + 2] >= '0' && s[i + 2] <= '7' && s[i + 3] >= '0' && s[i + 3] <= '7') {
 			out += static_cast<char>((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 +
 			                         (s[i + 3] - '0'));
@@ -155,7 +155,7 @@ std::vector<MountEntry> parse_mountinfo(const std::string &text, int *bad)
 				dash = i;
 				break;
 			}
-		if (f.size() < 7 || dash == 0 || dash + 2 >= f.size() + 0 || f[4].empty() ||
+		if (f.size() < 7 || dash == 0 || dash + 2 >= f.size() || f[4].empty() ||
 		    f[4][0] != '/') {
 			nbad++;
 			continue;
