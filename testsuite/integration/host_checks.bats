@@ -113,23 +113,27 @@ check_field() {
 	restore_nodes 'node[5-8]'
 }
 
-@test "a mount the test user cannot write, a wrong type and a missing dcgmi (DcgmRequired=yes) keep the node out" {
+@test "an unwritable mount, a wrong type, an unsynchronised clock and a missing dcgmi (DcgmRequired=yes) keep the node out" {
 	local h=$HOSTS
 	# node5: /data is root's, mode 0755: nobody cannot write.
 	chmod 0755 "$h/node5/data"
 	# node6: /data is nfs, not nfs4.
 	sed -i 's/ - nfs4 / - nfs /' "$h/node6/proc/self/mountinfo"
+	# node7: chronyd has no source.
+	echo "00000000,,0,0.000000000,0.000000000,0.0,0.0,0.0,0.0,0.0,1.0,1.0,0.0,Not synchronised" \
+		>"$h/node7/bin/chronyc.csv"
 	# node8: no dcgmi at all: NOT_AVAILABLE, with DcgmRequired=yes an ERROR.
 	rm "$h/node8/bin/dcgmi"
-	reboot_nodes 'node[5-6],node8'
+	reboot_nodes 'node[5-8]'
 	wait_for 120 "node5 drained" drained_with node5 '^onramp:MOUNT_NOT_WRITABLE: host: /data not writable by the test user'
 	wait_for 60 "node6 drained" drained_with node6 '^onramp:MOUNT_TYPE: host: /data is nfs, expected nfs4'
+	wait_for 60 "node7 drained" drained_with node7 "^onramp:CLOCK_UNSYNC: host: chrony not synchronised \\(leap status 'Not synchronised'"
 	# Could not measure: never admitted (drained NOT_AVAILABLE today).
 	wait_for 60 "node8 drained" drained_with node8 '^onramp:NOT_AVAILABLE: dcgm: NOT_AVAILABLE: '
 	run ! node_admitted node8
 	[[ $(record_field node8 detail) == *"/node8/bin/dcgmi not installed"*"DcgmRequired=yes"* ]]
-	for n in node5 node6 node8; do
+	for n in node5 node6 node7 node8; do
 		healthy_host "$n"
 	done
-	restore_nodes 'node[5-6],node8'
+	restore_nodes 'node[5-8]'
 }
