@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "admit/dcgm.hpp"
+#include "admit/host.hpp"
 #include "log.hpp"
 
 namespace onramp {
@@ -45,8 +47,9 @@ const char *const kBadInput = "BAD_INPUT";
 
 const std::vector<std::string> &local_checks()
 {
-	static const std::vector<std::string> v = {kInventory,     kVersions, kGpuHealth, kMemBw,
-	                                           kNcclAllreduce, kFabric,   kTopology};
+	static const std::vector<std::string> v = {kInventory, kVersions,      kGpuHealth,
+	                                           kMemBw,     kNcclAllreduce, kFabric,
+	                                           kTopology,  kHost,          kDcgm};
 	return v;
 }
 
