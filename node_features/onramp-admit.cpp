@@ -108,9 +108,11 @@ int finish(const Options &o, const Config &cfg, Verdict v, bool pair_only)
 	if (!o.json_only)
 		fprintf(stderr, "%s: %s\n", kProg, verdict_summary(v).c_str());
 	write_reason(o, v.code(), v.detail());
-	if (v.inconclusive)
+	// Inconclusive: recorded (a full run) so that the node stays fenced and
+	// says why, never counted in the fleet's history, exit 2.
+	if (v.inconclusive && (!o.record || pair_only))
 		return kExitUnjudged;
-	int rc = v.passed() ? kExitPass : kExitFail;
+	int rc = v.inconclusive ? kExitUnjudged : v.passed() ? kExitPass : kExitFail;
 	if (o.record) {
 		Status st;
 		if (!pair_only)
@@ -124,7 +126,7 @@ int finish(const Options &o, const Config &cfg, Verdict v, bool pair_only)
 			write_reason(o, code::kBadInput, why);
 			return kExitUnjudged;
 		}
-		Status hs = fleet::remember_verdict(cfg, v);
+		Status hs = v.inconclusive ? Status::Ok() : fleet::remember_verdict(cfg, v);
 		if (!hs.ok())
 			fprintf(stderr, "%s: %s: fleet history not kept: %s\n", kProg,
 			        v.node.c_str(), hs.message().c_str());
