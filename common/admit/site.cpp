@@ -218,18 +218,37 @@ SpawnResult spawn_capture(const std::vector<std::string> &argv, const std::strin
 	}
 	close(out[1]);
 	close(st[1]);
+	// Read until EOF or until the program has exited: a process it left
+	// behind may hold the pipe open (the runner kills it with the group).
+	fcntl(out[0], F_SETFL, fcntl(out[0], F_GETFL) | O_NONBLOCK);
 	char buf[65536];
+	auto drain = [&]() {
+		for (;;) {
+			ssize_t n = read(out[0], buf, sizeof buf);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				return n == 0; // true at EOF
+			size_t room = kSiteOutputMax - std::min(kSiteOutputMax, r.out.size());
+			size_t take = std::min(room, static_cast<size_t>(n));
+			r.out.append(buf, take);
+			if (take < static_cast<size_t>(n))
+				r.truncated = true; // read on, dropped: it never blocks on us
+		}
+	};
+	int ws = 0;
+	bool reaped = false;
 	for (;;) {
-		ssize_t n = read(out[0], buf, sizeof buf);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
+		if (drain())
 			break;
-		size_t room = kSiteOutputMax - std::min(kSiteOutputMax, r.out.size());
-		size_t take = std::min(room, static_cast<size_t>(n));
-		r.out.append(buf, take);
-		if (take < static_cast<size_t>(n))
-			r.truncated = true; // read on, dropped: the program never blocks on us
+		pid_t w = waitpid(pid, &ws, WNOHANG);
+		if (w == pid) {
+			reaped = true;
+			drain();
+			break;
+		}
+		struct pollfd pfd = {out[0], POLLIN, 0};
+		poll(&pfd, 1, 50);
 	}
 	close(out[0]);
 	std::string why;
@@ -242,8 +261,7 @@ SpawnResult spawn_capture(const std::vector<std::string> &argv, const std::strin
 		why.append(buf, static_cast<size_t>(n));
 	}
 	close(st[0]);
-	int ws = 0;
-	while (waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
+	while (!reaped && waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
 	}
 	if (!why.empty()) {
 		r.why = why;

@@ -4,6 +4,7 @@
 // NHC's driver), and a whole admission gated by both.
 #include "unit.hpp"
 
+#include <csignal>
 #include <cstring>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -96,6 +97,16 @@ static void a_run_is_judged_by_its_exit_and_first_line(void **)
 	assert_int_equal(r.rc, 0);
 	assert_true(r.truncated);
 	assert_int_equal(r.out.size(), kSiteOutputMax);
+
+	// A process left behind holding its output does not hold the run:
+	// the program's own exit ends it (the runner kills the rest).
+	script(dir + "/daemon", "sleep 30 &\necho \"left $!\"\nexit 0\n");
+	r = spawn_capture({dir + "/daemon"}, "", "n7");
+	assert_int_equal(r.rc, 0);
+	int left = 0;
+	assert_int_equal(sscanf(r.out.c_str(), "left %d", &left), 1);
+	assert_int_equal(kill(left, 0), 0); // still there: the run did not wait for it
+	kill(left, SIGKILL);
 
 	// Cannot be started: unmeasured, never a failure of the node.
 	put(dir + "/noexec", "#!/nonexistent/interpreter\n");
