@@ -13,6 +13,7 @@
 #include "admit/admission.hpp"
 #include "admit/pair.hpp"
 #include "admit/record.hpp"
+#include "admit/site.hpp"
 #include "atomic_file.hpp"
 #include "cli.hpp"
 #include "config.hpp"
@@ -269,6 +270,13 @@ int main(int argc, char **argv)
 	auto in = prepare_admission(cfg.value(), o.node);
 	if (!in.ok())
 		return unjudged(o, in.status().message());
+	if (o.mode.empty() && opt.checks.empty()) {
+		// A full run ends with the site's checks: refuse a directory or
+		// program another account could change before anything runs.
+		Status site = validate_site_config(cfg.value());
+		if (!site.ok())
+			return unjudged(o, site.message());
+	}
 
 	if (o.mode == "pair") {
 		auto v = run_pair_admission(*in.value(), peers, opt);

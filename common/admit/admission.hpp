@@ -44,7 +44,9 @@ Result<std::vector<std::string>> parse_check_list(const std::string &list);
 
 // Run the checks in order; each in its own process with its own timeout,
 // then (a full run: opt.checks empty) NHC and the site's programs
-// (site.hpp). A check that could not measure (TIMEOUT, ERROR) is run again
+// (site.hpp; the caller refuses a bad site configuration first with
+// validate_site_config(), which the prolog's use of prepare_admission()
+// must not depend on). A check that could not measure (TIMEOUT, ERROR) is run again
 // up to CheckRetries times, CheckRetryBackoff seconds apart and doubling;
 // still unmeasured its code is INCONCLUSIVE_<CHECK>, and the verdict is
 // inconclusive unless another check FAILed (a measured failure stands).

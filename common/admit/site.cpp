@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "admit/record.hpp"
 #include "log.hpp"
 
 namespace onramp {
@@ -68,15 +69,18 @@ std::string trim_blanks(const std::string &s)
 	return s.substr(b, e - b + 1);
 }
 
-// Cut to at most n bytes, never inside a UTF-8 sequence.
-std::string cut(const std::string &s, size_t n)
+// Each line of out, control characters blanked, blanks trimmed.
+std::vector<std::string> clean_lines(const std::string &out)
 {
-	if (s.size() <= n)
-		return s;
-	size_t k = n;
-	while (k > 0 && (static_cast<unsigned char>(s[k]) & 0xC0) == 0x80)
-		k--;
-	return s.substr(0, k);
+	std::vector<std::string> lines;
+	size_t pos = 0;
+	while (pos < out.size()) {
+		size_t nl = out.find('\n', pos);
+		lines.push_back(trim_blanks(
+		    blank_controls(out.substr(pos, nl == std::string::npos ? nl : nl - pos))));
+		pos = nl == std::string::npos ? out.size() : nl + 1;
+	}
+	return lines;
 }
 
 // The tail of the output kept in a result's data (for an admin to read).
@@ -277,15 +281,9 @@ SpawnResult spawn_capture(const std::vector<std::string> &argv, const std::strin
 
 std::string first_output_line(const std::string &out)
 {
-	size_t pos = 0;
-	while (pos < out.size()) {
-		size_t nl = out.find('\n', pos);
-		std::string line = out.substr(pos, nl == std::string::npos ? nl : nl - pos);
-		pos = nl == std::string::npos ? out.size() : nl + 1;
-		line = trim_blanks(blank_controls(line));
+	for (const auto &line : clean_lines(out))
 		if (!line.empty())
-			return cut(line, 200);
-	}
+			return utf8_truncate(line, 200);
 	return "";
 }
 
@@ -318,12 +316,7 @@ NhcReport parse_nhc_output(const std::string &out)
 	static const char kFailed[] = "Health check failed:";
 	NhcReport rep;
 	std::string count;
-	size_t pos = 0;
-	while (pos < out.size()) {
-		size_t nl = out.find('\n', pos);
-		std::string line = out.substr(pos, nl == std::string::npos ? nl : nl - pos);
-		pos = nl == std::string::npos ? out.size() : nl + 1;
-		line = trim_blanks(blank_controls(line));
+	for (std::string line : clean_lines(out)) {
 		// A time stamp "[SECONDS] - " (NHC's TS=1, DEBUG=1).
 		if (!line.empty() && line[0] == '[') {
 			size_t close = line.find("] - ");
@@ -335,7 +328,8 @@ NhcReport parse_nhc_output(const std::string &out)
 		size_t f = line.find(kFailed);
 		if (f != std::string::npos) {
 			rep.found = true;
-			rep.message = cut(trim_blanks(line.substr(f + sizeof kFailed - 1)), 200);
+			rep.message =
+			    utf8_truncate(trim_blanks(line.substr(f + sizeof kFailed - 1)), 200);
 			if (rep.message.empty())
 				rep.message = "health check failed";
 			return rep;

@@ -253,16 +253,22 @@ static void site_checks_gate_a_whole_admission(void **)
 	// Refused before anything runs: a program others may change, a
 	// missing NHC configuration.
 	assert_int_equal(chmod((site + "/20-ib").c_str(), 0757), 0);
-	auto bad = prepare_admission(fx.config(), "n1");
+	Status bad = validate_site_config(fx.config());
 	assert_false(bad.ok());
-	assert_contains(bad.status().message(), "AdmissionSiteChecks (");
-	assert_contains(bad.status().message(),
-	                (site + "/20-ib is writable by group or others").c_str());
+	assert_contains(bad.message(), "AdmissionSiteChecks (");
+	assert_contains(bad.message(), (site + "/20-ib is writable by group or others").c_str());
+	// onramp-admit refuses the full run (exit 2, never a drain); the
+	// prolog's inputs do not depend on it.
+	Run cli = run_admit("--conf " + fx.conf + " --node n1 --record");
+	assert_int_equal(cli.rc, 2);
+	assert_contains(cli.out, "\"code\":\"BAD_INPUT\"");
+	assert_contains(cli.err, "is writable by group or others");
+	assert_true(prepare_admission(fx.config(), "n1").ok());
 	assert_int_equal(chmod((site + "/20-ib").c_str(), 0755), 0);
 	unlink((dir + "/nhc.conf").c_str());
-	bad = prepare_admission(fx.config(), "n1");
+	bad = validate_site_config(fx.config());
 	assert_false(bad.ok());
-	assert_contains(bad.status().message(), "nhc passes every node without its configuration");
+	assert_contains(bad.message(), "nhc passes every node without its configuration");
 }
 
 int main(void)
