@@ -66,6 +66,23 @@ const std::vector<KeySpec> &config_schema()
 	     "the site's real reboot command, run by onramp's RebootProgram wrapper"},
 	    {"CheckTimeout", KeyType::Duration, "300", nullptr, 1, 86400,
 	     "default per-check timeout of onramp-admit"},
+	    {"CheckRetries", KeyType::Int, "2", nullptr, 0, 10,
+	     "how many more times onramp-admit runs a check that could not measure (timeout, "
+	     "launch failure, missing tool) before the node stays fenced INCONCLUSIVE_<CHECK>"},
+	    {"CheckRetryBackoff", KeyType::Duration, "30", nullptr, 0, 3600,
+	     "wait before a check's first retry; doubled before each further one"},
+	    {"AdmissionSiteChecks", KeyType::Path, nullptr, nullptr, 0, 0,
+	     "directory of the site's own admission checks: each executable regular file "
+	     "(root-owned, not group/other-writable) runs in name order; exit 0 passes, anything "
+	     "else fails as SITE_<NAME>; unset: none"},
+	    {"AdmissionNhc", KeyType::Path, nullptr, nullptr, 0, 0,
+	     "LBNL NHC configuration file admission runs 'nhc -c FILE' with; a failure is NHC; "
+	     "unset: NHC not run"},
+	    {"AdmissionNhcProgram", KeyType::Path, "/usr/sbin/nhc", nullptr, 0, 0,
+	     "the nhc program AdmissionNhc runs"},
+	    {"AdmissionSiteUser", KeyType::String, nullptr, nullptr, 0, 0,
+	     "user the site checks and NHC run as (the admission job must run as root to "
+	     "switch); unset: the admission job's own user"},
 	    {"NcclBusBwFraction", KeyType::Double, "0.9", nullptr, 0.01, 1.0,
 	     "single-node NCCL busbw must reach this fraction of the SKU peak"},
 	    {"MemBwFraction", KeyType::Double, "0.8", nullptr, 0.01, 1.0,

@@ -13,6 +13,7 @@
 #include "admit/admission.hpp"
 #include "admit/pair.hpp"
 #include "admit/record.hpp"
+#include "admit/site.hpp"
 #include "atomic_file.hpp"
 #include "cli.hpp"
 #include "config.hpp"
@@ -110,9 +111,11 @@ int finish(const Options &o, const Config &cfg, Verdict v, bool pair_only)
 	if (!o.json_only)
 		fprintf(stderr, "%s: %s\n", kProg, verdict_summary(v).c_str());
 	write_reason(o, v.code(), v.detail());
-	if (v.inconclusive)
+	// Inconclusive: recorded (a full run) so that the node stays fenced and
+	// says why, never counted in the fleet's history, exit 2.
+	if (v.inconclusive && (!o.record || pair_only))
 		return kExitUnjudged;
-	int rc = v.passed() ? kExitPass : kExitFail;
+	int rc = v.inconclusive ? kExitUnjudged : v.passed() ? kExitPass : kExitFail;
 	if (o.record) {
 		Status st;
 		if (!pair_only)
@@ -126,7 +129,7 @@ int finish(const Options &o, const Config &cfg, Verdict v, bool pair_only)
 			write_reason(o, code::kBadInput, why);
 			return kExitUnjudged;
 		}
-		Status hs = fleet::remember_verdict(cfg, v);
+		Status hs = v.inconclusive ? Status::Ok() : fleet::remember_verdict(cfg, v);
 		if (!hs.ok())
 			fprintf(stderr, "%s: %s: fleet history not kept: %s\n", kProg,
 			        v.node.c_str(), hs.message().c_str());
@@ -269,6 +272,13 @@ int main(int argc, char **argv)
 	auto in = prepare_admission(cfg.value(), o.node);
 	if (!in.ok())
 		return unjudged(o, in.status().message());
+	if (o.mode.empty() && opt.checks.empty()) {
+		// A full run ends with the site's checks: refuse a directory or
+		// program another account could change before anything runs.
+		Status site = validate_site_config(cfg.value());
+		if (!site.ok())
+			return unjudged(o, site.message());
+	}
 
 	if (o.mode == "pair") {
 		auto v = run_pair_admission(*in.value(), peers, opt);

@@ -11,6 +11,7 @@
 #include "admit/pair.hpp"
 #include "admit/record.hpp"
 #include "admit/runner.hpp"
+#include "admit/site.hpp"
 #include "log.hpp"
 #include "slurm/client.hpp"
 
@@ -92,6 +93,48 @@ Verdict new_verdict(const AdmitInputs &in)
 	return v;
 }
 
+// Run one check under the runner; one that could not measure (TIMEOUT,
+// ERROR) is run again up to CheckRetries times, CheckRetryBackoff seconds
+// apart (doubled each time); still unmeasured it is INCONCLUSIVE_<CHECK>.
+CheckResult run_with_retries(AdmitInputs &in, const AdmitOptions &opt, const std::string &name,
+                             double timeout, const std::function<CheckResult()> &fn)
+{
+	int retries = static_cast<int>(in.cfg.integer("CheckRetries"));
+	double backoff = static_cast<double>(in.cfg.seconds("CheckRetryBackoff"));
+	auto spawn = [&](pid_t pgid) {
+		if (opt.on_spawn)
+			opt.on_spawn(name, pgid);
+	};
+	IsolatedRun run;
+	double took = 0;
+	int tries = 0;
+	for (;;) {
+		run = run_isolated(name, timeout, fn, spawn);
+		took += run.result.duration_s;
+		tries++;
+		if (!run.result.unmeasured() || tries > retries)
+			break;
+		double wait = backoff * static_cast<double>(1u << std::min(tries - 1, 16));
+		log_info("%s: %s could not measure (%s: %s); trying again in %g s (%d of %d)",
+		         in.node.c_str(), name.c_str(), run.result.code.c_str(),
+		         run.result.detail.c_str(), wait, tries, retries);
+		sleep_s(wait);
+	}
+	CheckResult r = std::move(run.result);
+	r.duration_s = took;
+	if (r.unmeasured()) {
+		r.code = inconclusive_code(name);
+		std::string note =
+		    strprintf(" (unmeasured after %d tr%s)", tries, tries == 1 ? "y" : "ies");
+		size_t m = r.detail.find(std::string(" ") + kSimulatedMarker);
+		r.detail.insert(m == std::string::npos ? r.detail.size() : m, note);
+	}
+	// The site's checks run on the node itself, whatever the backend.
+	if (in.backend->simulated() && is_check_name(name))
+		mark_simulated(&r);
+	return r;
+}
+
 } // namespace
 
 Verdict run_admission(AdmitInputs &in, const AdmitOptions &opt)
@@ -102,29 +145,54 @@ Verdict run_admission(AdmitInputs &in, const AdmitOptions &opt)
 	ctx.baseline = &in.baseline;
 	ctx.backend = in.backend.get();
 	ctx.node = in.node;
+	auto note = [&](CheckResult r) {
+		log_verbose("%s: %s %s %s (%.2f s)", in.node.c_str(), r.name.c_str(),
+		            check_status_name(r.status), r.code.c_str(), r.duration_s);
+		v.checks.push_back(std::move(r));
+	};
 	const std::vector<std::string> &names = opt.checks.empty() ? local_checks() : opt.checks;
 	for (const auto &name : names) {
 		double timeout = static_cast<double>(in.baseline.timeout_s(in.cfg, name));
-		auto spawn = [&](pid_t pgid) {
-			if (opt.on_spawn)
-				opt.on_spawn(name, pgid);
-		};
-		IsolatedRun run = run_isolated(
-		    name, timeout, [&] { return run_check(name, ctx); }, spawn);
-		if (v.simulated)
-			mark_simulated(&run.result);
+		CheckResult r =
+		    run_with_retries(in, opt, name, timeout, [&] { return run_check(name, ctx); });
 		if (name == kInventory) {
-			ctx.inventory_known = true;
-			ctx.no_gpu = run.result.code == code::kNoGpu ||
-			             run.result.status == CheckStatus::Timeout ||
-			             run.result.status == CheckStatus::Error;
-			ctx.no_gpu_why = "inventory: " + run.result.detail;
+			// An inventory that could not measure says nothing of the GPUs:
+			// the checks after it take their own (gpu_gate).
+			ctx.inventory_known = !r.unmeasured();
+			ctx.no_gpu = r.code == code::kNoGpu;
+			ctx.no_gpu_why = "inventory: " + r.detail;
 		}
-		log_verbose("%s: %s %s %s (%.2f s)", in.node.c_str(), name.c_str(),
-		            check_status_name(run.result.status), run.result.code.c_str(),
-		            run.result.duration_s);
-		v.checks.push_back(std::move(run.result));
+		note(std::move(r));
 	}
+	// The site's own checks, in a full run only.
+	if (opt.checks.empty() && in.cfg.is_set("AdmissionNhc")) {
+		int t = static_cast<int>(in.baseline.timeout_s(in.cfg, kNhc));
+		int nhc_t = t > 10 ? t - 5 : std::max(1, t - 1); // its watchdog first
+		note(run_with_retries(in, opt, kNhc, t,
+		                      [&] { return run_nhc(in.cfg, in.node, nhc_t); }));
+	}
+	if (opt.checks.empty() && in.cfg.is_set("AdmissionSiteChecks")) {
+		// Listed again: what was validated at the start may have changed.
+		auto progs = list_site_checks(in.cfg.str("AdmissionSiteChecks"));
+		if (!progs.ok()) {
+			CheckResult r = make_fail(std::string(kSitePrefix) + "checks",
+			                          code::kBadInput, progs.status().message());
+			r.status = CheckStatus::Error;
+			note(std::move(r));
+		} else {
+			for (const auto &p : progs.value()) {
+				std::string name = kSitePrefix + p.name;
+				double t = static_cast<double>(in.baseline.timeout_s(in.cfg, name));
+				note(run_with_retries(in, opt, name, t, [&] {
+					return run_site_program(p, in.cfg, in.node);
+				}));
+			}
+		}
+	}
+	// Unmeasured checks and no measured failure: the node stays fenced.
+	bool unmeasured = std::any_of(v.checks.begin(), v.checks.end(),
+	                              [](const CheckResult &c) { return c.unmeasured(); });
+	v.inconclusive = unmeasured && !v.has_measured_failure();
 	return v;
 }
 
@@ -239,11 +307,9 @@ Result<Verdict> run_pair_admission(AdmitInputs &in, const std::vector<std::strin
 
 Status record_verdict(const Config &cfg, const Verdict &v)
 {
-	if (v.inconclusive)
-		return Status::Error("an inconclusive verdict is not recorded");
 	// A PASS admits the node: it must come from every node-local check,
 	// never from a partial run (--checks). A FAIL from any check stands.
-	if (v.passed())
+	if (v.passed() && !v.inconclusive)
 		for (const auto &name : local_checks())
 			if (std::none_of(v.checks.begin(), v.checks.end(),
 			                 [&](const CheckResult &c) { return c.name == name; }))
@@ -253,7 +319,7 @@ Status record_verdict(const Config &cfg, const Verdict &v)
 	rec.node = v.node;
 	rec.boot_id = v.boot_id;
 	rec.baseline_digest = v.baseline_digest;
-	rec.status = v.passed() ? kRecordPass : kRecordFail;
+	rec.status = v.inconclusive ? kRecordInconclusive : v.passed() ? kRecordPass : kRecordFail;
 	rec.code = v.code();
 	rec.detail = v.detail();
 	rec.time = v.time;

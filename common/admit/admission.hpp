@@ -42,7 +42,14 @@ struct AdmitOptions {
 // Parse "a,b,c" into check names; an error names an unknown one.
 Result<std::vector<std::string>> parse_check_list(const std::string &list);
 
-// Run the checks in order; each in its own process with its own timeout.
+// Run the checks in order; each in its own process with its own timeout,
+// then (a full run: opt.checks empty) NHC and the site's programs
+// (site.hpp; the caller refuses a bad site configuration first with
+// validate_site_config(), which the prolog's use of prepare_admission()
+// must not depend on). A check that could not measure (TIMEOUT, ERROR) is run again
+// up to CheckRetries times, CheckRetryBackoff seconds apart and doubling;
+// still unmeasured its code is INCONCLUSIVE_<CHECK>, and the verdict is
+// inconclusive unless another check FAILed (a measured failure stands).
 Verdict run_admission(AdmitInputs &in, const AdmitOptions &opt);
 
 // The 2-node test against peers tried in order (the node itself and
@@ -51,9 +58,10 @@ Verdict run_admission(AdmitInputs &in, const AdmitOptions &opt);
 Result<Verdict> run_pair_admission(AdmitInputs &in, const std::vector<std::string> &peers,
                                    const AdmitOptions &opt);
 
-// Write <NodeStateDir>/admission.json from a PASS or FAIL verdict. An
-// error, and nothing written, for an inconclusive verdict or a PASS that
-// lacks one of local_checks() (a partial run must never admit a node).
+// Write <NodeStateDir>/admission.json from a verdict: PASS, FAIL, or
+// INCONCLUSIVE (not admitted, not failed: the node stays fenced). An
+// error, and nothing written, for a PASS that lacks one of local_checks()
+// (a partial run must never admit a node).
 Status record_verdict(const Config &cfg, const Verdict &v);
 
 // The one-line human summary: "<node> FAIL NCCL_BW_LOW: <detail>".

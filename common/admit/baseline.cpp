@@ -292,8 +292,12 @@ Result<Baseline> parse_baseline(const std::string &text, const std::string &orig
 		json_object_foreach(const_cast<json_t *>(t), k, e)
 		{
 			std::string path = JsonReader::join("timeouts", k);
-			if (!is_check_name(k)) {
-				r.error(path, "not a check name");
+			std::string name = k;
+			bool site = name == kNhc ||
+			            (name.compare(0, strlen(kSitePrefix), kSitePrefix) == 0 &&
+			             name.size() > strlen(kSitePrefix));
+			if (!is_check_name(name) && !site) {
+				r.error(path, "not a check name (nor nhc, nor site_<program>)");
 				break;
 			}
 			if (!json_is_integer(e) || json_integer_value(e) < 1 ||

@@ -9,6 +9,9 @@
 #include <thread>
 #include <unistd.h>
 
+#include "admit/record.hpp"
+#include "atomic_file.hpp"
+#include "json.hpp"
 #include "log.hpp"
 
 namespace onramp {
@@ -111,6 +114,26 @@ private:
 		outs_[i].reason = reason;
 		if (out_)
 			(*out_)[i] = outs_[i];
+		if (result == "admitted" || result == "failed" || result == "unjudged" ||
+		    result == "timeout")
+			remember(outs_[i]);
+	}
+
+	// <output_dir>/outcome.NODE.json: the node's last judged admission, so
+	// that "onrampctl status" can say why a node is still in its
+	// reservation (INCONCLUSIVE_<CHECK>: not admitted, not drained).
+	void remember(const NodeOutcome &n)
+	{
+		if (o_.output_dir.empty() || n.node.find('/') != std::string::npos)
+			return;
+		Json j = Json::object();
+		j.set("node", n.node).set("result", n.result).set("reason", n.reason);
+		j.set("job", static_cast<int64_t>(n.job)).set("time", iso_time(time(nullptr)));
+		Status st = write_file_atomic(o_.output_dir + "/outcome." + n.node + ".json",
+		                              j.dump() + "\n", 0644);
+		if (!st.ok())
+			log_verbose("node %s: outcome not kept: %s", n.node.c_str(),
+			            st.message().c_str());
 	}
 
 	void start(const std::string &node)

@@ -21,6 +21,7 @@ namespace admit {
 const char *const kRecordPass = "PASS";
 const char *const kRecordFail = "FAIL";
 const char *const kRecordRevoked = "REVOKED";
+const char *const kRecordInconclusive = "INCONCLUSIVE";
 
 namespace {
 // The most bytes a record (and so the verdict it holds) may have.
@@ -195,8 +196,9 @@ Result<Record> Record::from_json(const json_t *j, const std::string &origin)
 	if (const json_t *v = r.obj(j, "", "verdict", false))
 		rec.verdict = Json::adopt(json_incref(const_cast<json_t *>(v)));
 	if (!r.failed() && rec.status != kRecordPass && rec.status != kRecordFail &&
-	    rec.status != kRecordRevoked)
-		r.error("status", "'" + rec.status + "' is not PASS, FAIL or REVOKED");
+	    rec.status != kRecordRevoked && rec.status != kRecordInconclusive)
+		r.error("status",
+		        "'" + rec.status + "' is not PASS, FAIL, REVOKED or INCONCLUSIVE");
 	if (r.failed())
 		return r.status();
 	return rec;

@@ -47,10 +47,13 @@ std::string sha256_hex(const std::string &bytes);
 extern const char *const kRecordPass;
 extern const char *const kRecordFail;
 extern const char *const kRecordRevoked;
+// Admission could not measure (INCONCLUSIVE_<CHECK>, PAIR_INCONCLUSIVE):
+// not admitted, not failed; the node stays fenced in its reservation.
+extern const char *const kRecordInconclusive;
 
 struct Record {
 	std::string node, boot_id, baseline_digest;
-	std::string status; // kRecordPass, kRecordFail or kRecordRevoked
+	std::string status; // kRecordPass, kRecordFail, kRecordRevoked or kRecordInconclusive
 	std::string code, detail, time;
 	Json verdict; // the onramp-admit verdict this record came from (object)
 

@@ -1,5 +1,6 @@
 #include "admit/verdict.hpp"
 
+#include <cctype>
 #include <cmath>
 
 #include "admit/dcgm.hpp"
@@ -17,6 +18,8 @@ const char *const kNcclAllreduce = "nccl_allreduce";
 const char *const kNcclPair = "nccl_pair";
 const char *const kFabric = "fabric";
 const char *const kTopology = "topology";
+const char *const kNhc = "nhc";
+const char *const kSitePrefix = "site_";
 const char *const kSimulatedMarker = "[SIMULATED]";
 
 namespace code {
@@ -43,7 +46,34 @@ const char *const kAffinityMismatch = "AFFINITY_MISMATCH";
 const char *const kCheckTimeout = "CHECK_TIMEOUT";
 const char *const kCheckError = "CHECK_ERROR";
 const char *const kBadInput = "BAD_INPUT";
+const char *const kNhc = "NHC";
+const char *const kSitePrefix = "SITE_";
+const char *const kInconclusivePrefix = "INCONCLUSIVE_";
 } // namespace code
+
+namespace {
+std::string code_word(const std::string &s)
+{
+	std::string out;
+	for (char ch : s) {
+		unsigned char c = static_cast<unsigned char>(ch);
+		out += (c < 128 && isalnum(c)) ? static_cast<char>(toupper(c)) : '_';
+	}
+	return out;
+}
+} // namespace
+
+std::string inconclusive_code(const std::string &check)
+{
+	if (check == kNcclAllreduce)
+		return std::string(code::kInconclusivePrefix) + "NCCL";
+	return code::kInconclusivePrefix + code_word(check);
+}
+
+std::string site_code(const std::string &file)
+{
+	return code::kSitePrefix + code_word(file);
+}
 
 const std::vector<std::string> &local_checks()
 {
@@ -173,9 +203,20 @@ bool Verdict::passed() const
 const CheckResult *Verdict::first_failure() const
 {
 	for (const auto &c : checks)
+		if (c.status == CheckStatus::Fail)
+			return &c;
+	for (const auto &c : checks)
 		if (!c.passed())
 			return &c;
 	return nullptr;
+}
+
+bool Verdict::has_measured_failure() const
+{
+	for (const auto &c : checks)
+		if (c.status == CheckStatus::Fail)
+			return true;
+	return false;
 }
 
 namespace {

@@ -82,6 +82,10 @@ void collect_checks(Exposition &e, const std::string &node, const json_t *checks
 		}
 		e.sample("onramp_check_pass", {{"node", node}, {"check", name}},
 		         status && (!strcmp(status, "PASS") || !strcmp(status, "SKIP")) ? 1 : 0);
+		// Could not measure (TIMEOUT, ERROR): neither passed nor failed.
+		e.sample("onramp_check_inconclusive", {{"node", node}, {"check", name}},
+		         status && (!strcmp(status, "TIMEOUT") || !strcmp(status, "ERROR")) ? 1
+		                                                                            : 0);
 		const json_t *d = json_object_get(c, "duration_s");
 		if (json_is_number(d))
 			e.sample("onramp_check_duration_seconds", {{"node", node}, {"check", name}},
@@ -195,7 +199,7 @@ void collect_node(Exposition &e, const Config &cfg, const std::string &node,
 	e.family("onramp_node_admitted", "gauge",
 	         "1 while the node's admission record is PASS for its current boot and baseline.");
 	e.family("onramp_node_admission_status", "gauge",
-	         "The node's admission record status (PASS, FAIL, REVOKED, NONE).");
+	         "The node's admission record status (PASS, FAIL, REVOKED, INCONCLUSIVE, NONE).");
 	e.family("onramp_node_admission_timestamp_seconds", "gauge",
 	         "When the node's admission record was written.");
 	e.family("onramp_node_boot_changed", "gauge",
@@ -203,6 +207,9 @@ void collect_node(Exposition &e, const Config &cfg, const std::string &node,
 	e.family("onramp_check_value", "gauge", "A check's last measured value, in its unit.");
 	e.family("onramp_check_threshold", "gauge", "What the check's value was compared with.");
 	e.family("onramp_check_pass", "gauge", "1 when the check passed (or was skipped).");
+	e.family("onramp_check_inconclusive", "gauge",
+	         "1 when the check could not measure (timeout, launch failure, missing tool) after "
+	         "its retries: neither passed nor failed.");
 	e.family("onramp_nccl_allreduce_busbw_bytes_per_second", "gauge",
 	         "Last single-node NCCL all-reduce bus bandwidth (best of N).");
 	e.family("onramp_nccl_allreduce_threshold_bytes_per_second", "gauge",

@@ -113,7 +113,7 @@ setup_file() {
 	[ "$(code_of no_gpu)" = "NO_GPU 1 true" ]
 	[ "$(code_of driver_mismatch)" = "VERSION_MISMATCH 1 true" ]
 	[ "$(code_of mem_bw_low)" = "NO_GPU 1 true" ]
-	[ "$(code_of timeout_fabric)" = "CHECK_TIMEOUT 1 true" ]
+	[ "$(code_of timeout_fabric)" = "INCONCLUSIVE_FABRIC 2 true" ]
 	# The overrun check was killed with its process group; nothing is left.
 	jq -e '.cases[] | select(.name == "timeout_fabric") | (.process_group > 1) and
 		(.left_in_process_group == []) and (.left_of_the_run == []) and
@@ -158,7 +158,7 @@ setup_file() {
 	[ "$(code_of no_gpu)" = "NO_GPU 1 true" ]
 	[ "$(code_of mem_bw_low)" = "MEM_BW_LOW 1 true" ]
 	[ "$(code_of nccl_bw_low)" = "OK 0 true" ]
-	[ "$(code_of timeout_mem_bw)" = "CHECK_TIMEOUT 1 true" ]
+	[ "$(code_of timeout_mem_bw)" = "INCONCLUSIVE_MEM_BW 2 true" ]
 	jq -e '.cases[] | select(.name == "no_gpu") | .verdict.detail |
 		test("NVML lists 1 GPUs but the CUDA runtime sees none .*CUDA_VISIBLE_DEVICES=")' "$r"
 	jq -e '[.cases[] | select(.name == "prolog" or .name == "epilog") | .matched] == [true, true]' "$r"

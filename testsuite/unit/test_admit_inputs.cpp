@@ -223,7 +223,11 @@ static void every_config_key_is_documented(void **)
 	                         "DCGM_SM_STRESS",
 	                         "CHECK_TIMEOUT",
 	                         "CHECK_ERROR",
-	                         "BAD_INPUT"})
+	                         "BAD_INPUT",
+	                         "INCONCLUSIVE_<CHECK>",
+	                         "INCONCLUSIVE_NCCL",
+	                         "SITE_<NAME>",
+	                         "NHC"})
 		assert_contains(admit, code);
 }
 

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <csignal>
 #include <map>
+#include <dirent.h>
 #include <sys/wait.h>
 
 #include "admit/admission.hpp"
@@ -121,7 +122,8 @@ static bool pid_alive(pid_t p)
 
 static void hang_times_out_and_leaves_nothing(void **)
 {
-	AdmitFixture fx;
+	// One retry, at once: the hung check runs twice, then is inconclusive.
+	AdmitFixture fx("sim", "CheckRetries=1\nCheckRetryBackoff=0\n");
 	// A 1 s timeout for the hanging check.
 	std::string b = slurp(fx.baselines + "/SIM-8GPU.json");
 	b.replace(b.find("\"nccl_allreduce\": 5"), strlen("\"nccl_allreduce\": 5"),
@@ -133,18 +135,30 @@ static void hang_times_out_and_leaves_nothing(void **)
 	             "\"check\": \"nccl_allreduce\", \"pid_file\": \"hang.pids\"");
 	put(fx.profiles + "/n1.json", text);
 	std::map<std::string, pid_t> pgids;
+	std::map<std::string, int> spawns;
 	AdmitOptions opt;
 	opt.checks = {"inventory", "nccl_allreduce", "fabric"};
-	opt.on_spawn = [&](const std::string &c, pid_t g) { pgids[c] = g; };
+	opt.on_spawn = [&](const std::string &c, pid_t g) {
+		pgids[c] = g;
+		spawns[c]++;
+	};
 	auto t0 = std::chrono::steady_clock::now();
 	Verdict v = admit_node(fx, "n1", opt);
 	double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 	const CheckResult &n = check(v, "nccl_allreduce");
+	// Could not measure, twice: inconclusive, never a failure.
 	assert_int_equal(n.status, CheckStatus::Timeout);
-	assert_string_equal(n.code.c_str(), "CHECK_TIMEOUT");
-	assert_true(n.duration_s >= 1.0 && n.duration_s < 3.0);
-	assert_true(took < 6.0);
-	assert_string_equal(v.code().c_str(), "CHECK_TIMEOUT");
+	assert_string_equal(n.code.c_str(), "INCONCLUSIVE_NCCL");
+	assert_contains(n.detail, "nccl_allreduce did not finish within 1 s");
+	assert_contains(n.detail, "(unmeasured after 2 tries) [SIMULATED]");
+	assert_int_equal(spawns["nccl_allreduce"], 2);
+	assert_int_equal(spawns["inventory"], 1);
+	assert_true(n.duration_s >= 2.0 && n.duration_s < 6.0);
+	assert_true(took < 12.0);
+	assert_string_equal(v.code().c_str(), "INCONCLUSIVE_NCCL");
+	assert_true(v.inconclusive);
+	assert_string_equal(v.status().c_str(), "INCONCLUSIVE");
+	assert_false(v.passed());
 	// The checks after it still ran.
 	assert_int_equal(check(v, "fabric").status, CheckStatus::Pass);
 	// The hung check and its helper are gone, and nothing of its group.
@@ -252,6 +266,64 @@ static void a_partial_run_never_records_a_pass(void **)
 	assert_string_equal(rec->status.c_str(), "FAIL");
 }
 
+// A check that could not measure, even when retried, records INCONCLUSIVE:
+// exit 2 (the orchestrator leaves the node fenced in its reservation,
+// undrained), its reason INCONCLUSIVE_<CHECK>, not admitted, and kept out
+// of the fleet's history. A measured failure beside it outranks it.
+static void an_unmeasured_check_records_inconclusive_not_fail(void **)
+{
+	std::string fleet = unit_tmpdir() + "/fleet";
+	AdmitFixture fx("sim", "CheckRetries=1\nCheckRetryBackoff=0\nFleetDir=" + fleet + "\n");
+	std::string b = slurp(fx.baselines + "/SIM-8GPU.json");
+	b.replace(b.find("\"nccl_allreduce\": 5"), strlen("\"nccl_allreduce\": 5"),
+	          "\"nccl_allreduce\": 1");
+	put(fx.baselines + "/SIM-8GPU.json", b);
+	fx.profile("hung", "hang");
+	fx.boot("hung", "boot-1");
+	std::string reason = unit_tmpdir() + "/reason";
+	Run r = run_admit("--conf " + fx.conf + " --node hung --record --reason-file " + reason);
+	assert_int_equal(r.rc, 2);
+	assert_contains(r.err, "onramp-admit: hung INCONCLUSIVE INCONCLUSIVE_NCCL: nccl_allreduce "
+	                       "did not finish within 1 s");
+	assert_contains(slurp(reason), "onramp:INCONCLUSIVE_NCCL: nccl_allreduce did not finish");
+	auto rec = read_record(fx.record("hung"));
+	assert_true(rec.ok());
+	assert_string_equal(rec->status.c_str(), "INCONCLUSIVE");
+	assert_string_equal(rec->code.c_str(), "INCONCLUSIVE_NCCL");
+	std::string why;
+	assert_int_equal(judge(fx.config(), "hung", &why), Judgement::NotAdmitted);
+	assert_contains(why, "admission INCONCLUSIVE INCONCLUSIVE_NCCL");
+	// Nothing in the fleet's history (a healthy node's run writes there).
+	DIR *d = opendir(fleet.c_str());
+	if (d) {
+		while (struct dirent *e = readdir(d))
+			assert_true(e->d_name[0] == '.');
+		closedir(d);
+	}
+	fx.profile("fine", "healthy");
+	fx.boot("fine", "boot-2");
+	assert_int_equal(run_admit("--conf " + fx.conf + " --node fine --record").rc, 0);
+	d = opendir(fleet.c_str());
+	assert_non_null(d);
+	int files = 0;
+	while (struct dirent *e = readdir(d))
+		files += e->d_name[0] != '.';
+	closedir(d);
+	assert_int_equal(files, 1);
+
+	// Unmeasured beside a measured failure: the failure is the verdict.
+	Verdict v;
+	CheckResult t = make_fail("fabric", "INCONCLUSIVE_FABRIC", "fabric did not finish");
+	t.status = CheckStatus::Timeout;
+	v.checks = {t, make_fail("gpu_health", "XID_CRITICAL", "XID 79 on GPU 3")};
+	assert_true(v.has_measured_failure());
+	assert_string_equal(v.first_failure()->code.c_str(), "XID_CRITICAL");
+	assert_string_equal(v.status().c_str(), "FAIL");
+	assert_string_equal(inconclusive_code("nccl_allreduce").c_str(), "INCONCLUSIVE_NCCL");
+	assert_string_equal(inconclusive_code("site_gpfs-mount").c_str(),
+	                    "INCONCLUSIVE_SITE_GPFS_MOUNT");
+}
+
 static void real_backend_here_is_no_gpu(void **)
 {
 	AdmitFixture fx("real", "SysfsRoot=" + unit_tmpdir() + "\n");
@@ -278,6 +350,7 @@ int main(void)
 	    cmocka_unit_test(runner_reports_crashes_and_keeps_stdout_clean),
 	    cmocka_unit_test(cli_records_pass_and_fail),
 	    cmocka_unit_test(a_partial_run_never_records_a_pass),
+	    cmocka_unit_test(an_unmeasured_check_records_inconclusive_not_fail),
 	    cmocka_unit_test(real_backend_here_is_no_gpu),
 	};
 	return cmocka_run_group_tests_name("admit_sim", tests, NULL, NULL);
