@@ -222,6 +222,32 @@ void add_verbs_ports(std::vector<PortObs> *ports)
 	ibv_free_device_list(list);
 }
 
+// Each port's active MTU as libibverbs reports it (sysfs has none).
+void add_verbs_mtu(std::vector<PortObs> *ports)
+{
+	int n = 0;
+	struct ibv_device **list = ibv_get_device_list(&n);
+	if (!list)
+		return;
+	for (int i = 0; i < n; i++) {
+		std::string name = ibv_get_device_name(list[i]);
+		struct ibv_context *ctx = nullptr;
+		for (auto &p : *ports) {
+			if (p.dev != name || p.port < 1 || p.port > 255)
+				continue;
+			if (!ctx && !(ctx = ibv_open_device(list[i])))
+				break;
+			struct ibv_port_attr pa;
+			if (ibv_query_port(ctx, static_cast<uint8_t>(p.port), &pa) == 0 &&
+			    pa.active_mtu >= IBV_MTU_256 && pa.active_mtu <= IBV_MTU_4096)
+				p.active_mtu = 128 << pa.active_mtu;
+		}
+		if (ctx)
+			ibv_close_device(ctx);
+	}
+	ibv_free_device_list(list);
+}
+
 class RealBackend : public Backend {
 public:
 	RealBackend(const Config &cfg, std::string node) : cfg_(cfg), node_(std::move(node)) {}
@@ -419,6 +445,7 @@ public:
 		if (root == "/") {
 			add_verbs_ports(&f.first);
 			add_verbs_ports(&f.second);
+			add_verbs_mtu(&f.second);
 		}
 		return f;
 	}

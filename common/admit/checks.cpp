@@ -645,6 +645,8 @@ CheckResult evaluate_fabric(const FabricObs &f, const Baseline &b)
 			o.set("width", width);
 		if (p.active_mtu > 0)
 			o.set("active_mtu", p.active_mtu);
+		else
+			o.set("active_mtu", "unknown");
 		if (p.has_link_downed)
 			o.set("link_downed", p.link_downed);
 		o.set("counters", counters).set("counter_deltas", since);
