@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -151,8 +152,17 @@ PcieLinkObs read_pcie_link(const std::string &dir)
 
 std::string pci_device_dir(const std::string &root, const std::string &pci)
 {
-	if (pci.empty() || pci.size() > 16 ||
-	    pci.find_first_not_of("0123456789abcdefABCDEF:.") != std::string::npos)
+	// domain:bus:device.function, hex: 0000:19:00.0 (never "..").
+	auto hex = [&](size_t from, size_t n) {
+		for (size_t i = from; i < from + n; i++)
+			if (i >= pci.size() || !isxdigit(static_cast<unsigned char>(pci[i])))
+				return false;
+		return true;
+	};
+	size_t d = pci.find(':');
+	if (d == std::string::npos || d < 4 || d > 8 || pci.size() != d + 8 || !hex(0, d) ||
+	    !hex(d + 1, 2) || pci[d + 3] != ':' || !hex(d + 4, 2) || pci[d + 6] != '.' ||
+	    !hex(d + 7, 1))
 		return "";
 	std::string r = root;
 	while (!r.empty() && r.back() == '/')

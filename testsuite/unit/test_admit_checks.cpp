@@ -557,7 +557,11 @@ static void pcie_links_from_sysfs(void **)
 	std::string gpu = pci_device_dir(root, "0000:19:00.0");
 	assert_string_equal(gpu.c_str(), (root + "/sys/bus/pci/devices/0000:19:00.0").c_str());
 	assert_string_equal(pci_device_dir(root, "../../etc").c_str(), "");
-	assert_string_equal(pci_device_dir(root, "").c_str(), "");
+	for (const char *bad : {"", "..", "..7", "0000:19:00.0/..", "0000:19:00", "19:00.0",
+	                        "0000:19:00.0x", "0000:1g:00.0"})
+		assert_string_equal(pci_device_dir(root, bad).c_str(), "");
+	assert_string_equal(pci_device_dir("/", "00000000:3b:00.1").c_str(),
+	                    "/sys/bus/pci/devices/00000000:3b:00.1");
 	put(gpu + "/current_link_speed", "32.0 GT/s PCIe\n");
 	put(gpu + "/current_link_width", "16\n");
 	PcieLinkObs l = read_pcie_link(gpu);
