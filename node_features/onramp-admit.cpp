@@ -46,7 +46,8 @@ void usage(FILE *f)
 	    "NODES\n"
 	    "       %s nodes [NODES] | node (drain|resume|reserve|unreserve) NODE | slurm-user\n"
 	    "       %s prune-verdicts [--conf FILE] [--node NAME]\n"
-	    "checks: inventory,versions,gpu_health,mem_bw,nccl_allreduce,fabric,topology\n"
+	    "checks: "
+	    "inventory,versions,gpu_health,mem_bw,nccl_allreduce,fabric,topology,gpu_depth\n"
 	    "exit status: 0 pass, 1 fail, 2 could not judge\n",
 	    kProg, kProg, kProg, kProg, kProg, kProg);
 }

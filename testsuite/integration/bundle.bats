@@ -87,7 +87,7 @@ setup_file() {
 
 @test "the report has every check, each saying why it did not run" {
 	jq -e '.inventory.code == "NO_GPU" and (.inventory.detail | test("no GPU"))' "$REPORT"
-	for c in gpu_health mem_bw nccl_allreduce topology; do
+	for c in gpu_health mem_bw nccl_allreduce topology gpu_depth; do
 		jq -e --arg c "$c" '.[$c] | .code == "NO_GPU" and (.detail | endswith("; " + $c + " not run"))' "$REPORT"
 	done
 	# Checks that need no GPU ran on the real backend.

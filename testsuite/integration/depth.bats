@@ -1,0 +1,42 @@
+#!/usr/bin/env bats
+# GPU and fabric depth on the live cluster (simulated GPU backend): the
+# gpu_depth check and the fabric's port error counters drain a node with
+# their code and name the part (GPU index, HCA, port); a part NVML cannot
+# read leaves the check unmeasured, never passed. The healthy nodes were
+# admitted at bring-up with the same checks (SIM-8GPU has gpu_depth).
+
+load helpers
+load admission_helpers
+bats_require_minimum_version 1.5.0
+
+setup() {
+	require_cluster
+}
+
+@test "bring-up ran gpu_depth on every node and passed it" {
+	local rec=$ONRAMP_CLUSTER_DIR/nodes/node1/onramp/admission.json
+	[ "$(record_field node1 status)" = PASS ]
+	run jq -r '.verdict.checks[] | select(.name == "gpu_depth") | .status' "$rec"
+	echo "$output"
+	[ "$output" = PASS ]
+	# The fabric check recorded each port's counters for the next admission.
+	run jq -r '.verdict.checks[] | select(.name == "fabric") | .data.ports[0].counters.link_downed' "$rec"
+	[ "$output" = 2 ]
+}
+
+@test "throttled GPU, degraded HCA link, port errors and an unreadable NVML part end drained naming the part" {
+	set_profile node5 gpu-throttled
+	set_profile node6 pcie-degraded
+	set_profile node7 port-errors
+	set_profile node8 nvml-partial
+	reboot_nodes 'node[5-8]'
+	wait_for 120 "node5 drained" drained_with node5 '^onramp:GPU_THROTTLED: gpu_depth: GPU 3 \(0000:[0-9a-f:.]+\) throttled under load: sw_thermal'
+	wait_for 60 "node6 drained" drained_with node6 '^onramp:PCIE_DEGRADED: gpu_depth: mlx5_5 PCIe Gen5 x8 .*x8 < x16'
+	wait_for 60 "node7 drained" drained_with node7 '^onramp:PORT_ERRORS: fabric: mlx5_2 port 1 symbol_error \+5000'
+	wait_for 60 "node8 drained" drained_with node8 '^onramp:CHECK_ERROR: gpu_depth: not measured: GPU 6 .*power'
+	for n in node5 node6 node7 node8; do
+		run ! node_admitted "$n"
+		[ "$(record_field "$n" status)" = FAIL ]
+	done
+	restore_nodes 'node[5-8]'
+}
