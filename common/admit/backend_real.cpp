@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <functional>
 #include <strings.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -74,6 +75,15 @@ public:
 			out.push_back(d);
 		}
 		return out;
+	}
+
+	// open() and devices().
+	Result<std::vector<gpu::nvmlDevice>> open_devices()
+	{
+		Status st = open();
+		if (!st.ok())
+			return st;
+		return devices();
 	}
 
 	std::string text(gpu::nvmlReturn (*fn)(gpu::nvmlDevice, char *, unsigned),
@@ -158,94 +168,77 @@ std::string slurm_version()
 	                 SLURM_VERSION_MICRO(SLURM_VERSION_NUMBER));
 }
 
+// fn(name, context) for each IB device libibverbs sees; context is null
+// when the device cannot be opened (closed again after fn).
+void each_verbs_device(const std::function<void(const std::string &, struct ibv_context *)> &fn)
+{
+	int n = 0;
+	struct ibv_device **list = ibv_get_device_list(&n);
+	if (!list)
+		return;
+	for (int i = 0; i < n; i++) {
+		struct ibv_context *ctx = ibv_open_device(list[i]);
+		fn(ibv_get_device_name(list[i]), ctx);
+		if (ctx)
+			ibv_close_device(ctx);
+	}
+	ibv_free_device_list(list);
+}
+
 // IB devices libibverbs sees (empty when it sees none).
 std::vector<NicInfo> verbs_nics()
 {
 	std::vector<NicInfo> out;
-	int n = 0;
-	struct ibv_device **list = ibv_get_device_list(&n);
-	if (!list)
-		return out;
-	for (int i = 0; i < n; i++) {
+	each_verbs_device([&](const std::string &name, struct ibv_context *ctx) {
 		NicInfo nic;
-		nic.name = ibv_get_device_name(list[i]);
-		if (struct ibv_context *ctx = ibv_open_device(list[i])) {
-			struct ibv_device_attr attr;
-			if (ibv_query_device(ctx, &attr) == 0)
-				nic.fw_ver = attr.fw_ver;
-			ibv_close_device(ctx);
-		}
+		nic.name = name;
+		struct ibv_device_attr attr;
+		if (ctx && ibv_query_device(ctx, &attr) == 0)
+			nic.fw_ver = attr.fw_ver;
 		out.push_back(nic);
-	}
-	ibv_free_device_list(list);
+	});
 	return out;
 }
 
 // Ports libibverbs reports, for devices sysfs showed no ports of.
 void add_verbs_ports(std::vector<PortObs> *ports)
 {
-	int n = 0;
-	struct ibv_device **list = ibv_get_device_list(&n);
-	if (!list)
-		return;
-	for (int i = 0; i < n; i++) {
-		std::string name = ibv_get_device_name(list[i]);
+	each_verbs_device([&](const std::string &name, struct ibv_context *ctx) {
 		bool known = std::any_of(ports->begin(), ports->end(),
 		                         [&](const PortObs &p) { return p.dev == name; });
-		if (known)
-			continue;
-		struct ibv_context *ctx = ibv_open_device(list[i]);
-		if (!ctx)
-			continue;
 		struct ibv_device_attr attr;
-		if (ibv_query_device(ctx, &attr) == 0) {
-			for (int p = 1; p <= attr.phys_port_cnt; p++) {
-				struct ibv_port_attr pa;
-				if (ibv_query_port(ctx, static_cast<uint8_t>(p), &pa) != 0)
-					continue;
-				PortObs o;
-				o.dev = name;
-				o.port = p;
-				o.state =
-				    strprintf("%d: %s", pa.state,
-				              pa.state == IBV_PORT_ACTIVE ? "ACTIVE" : "DOWN");
-				o.phys_state = strprintf("%d: %s", pa.phys_state,
-				                         pa.phys_state == 5 ? "LinkUp" : "Down");
-				o.link_layer = pa.link_layer == IBV_LINK_LAYER_ETHERNET
-				                   ? "Ethernet"
-				                   : "InfiniBand";
-				ports->push_back(o);
-			}
+		if (known || !ctx || ibv_query_device(ctx, &attr) != 0)
+			return;
+		for (int p = 1; p <= attr.phys_port_cnt; p++) {
+			struct ibv_port_attr pa;
+			if (ibv_query_port(ctx, static_cast<uint8_t>(p), &pa) != 0)
+				continue;
+			PortObs o;
+			o.dev = name;
+			o.port = p;
+			o.state = strprintf("%d: %s", pa.state,
+			                    pa.state == IBV_PORT_ACTIVE ? "ACTIVE" : "DOWN");
+			o.phys_state = strprintf("%d: %s", pa.phys_state,
+			                         pa.phys_state == 5 ? "LinkUp" : "Down");
+			o.link_layer =
+			    pa.link_layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet" : "InfiniBand";
+			ports->push_back(o);
 		}
-		ibv_close_device(ctx);
-	}
-	ibv_free_device_list(list);
+	});
 }
 
 // Each port's active MTU as libibverbs reports it (sysfs has none).
 void add_verbs_mtu(std::vector<PortObs> *ports)
 {
-	int n = 0;
-	struct ibv_device **list = ibv_get_device_list(&n);
-	if (!list)
-		return;
-	for (int i = 0; i < n; i++) {
-		std::string name = ibv_get_device_name(list[i]);
-		struct ibv_context *ctx = nullptr;
+	each_verbs_device([&](const std::string &name, struct ibv_context *ctx) {
 		for (auto &p : *ports) {
-			if (p.dev != name || p.port < 1 || p.port > 255)
-				continue;
-			if (!ctx && !(ctx = ibv_open_device(list[i])))
-				break;
 			struct ibv_port_attr pa;
-			if (ibv_query_port(ctx, static_cast<uint8_t>(p.port), &pa) == 0 &&
+			if (ctx && p.dev == name && p.port >= 1 && p.port <= 255 &&
+			    ibv_query_port(ctx, static_cast<uint8_t>(p.port), &pa) == 0 &&
 			    pa.active_mtu >= IBV_MTU_256 && pa.active_mtu <= IBV_MTU_4096)
 				p.active_mtu = 128 << pa.active_mtu;
 		}
-		if (ctx)
-			ibv_close_device(ctx);
-	}
-	ibv_free_device_list(list);
+	});
 }
 
 class RealBackend : public Backend {
@@ -348,10 +341,7 @@ public:
 	Result<GpuHealthObs> gpu_health(double window) override
 	{
 		Nvml nvml;
-		Status st = nvml.open();
-		if (!st.ok())
-			return st;
-		auto devs = nvml.devices();
+		auto devs = nvml.open_devices();
 		if (!devs.ok())
 			return devs.status();
 		const gpu::Nvml &n = nvml.api();
@@ -653,10 +643,7 @@ private:
 Result<GpuDepthObs> RealBackend::gpu_depth(double load_s)
 {
 	Nvml nvml;
-	Status st = nvml.open();
-	if (!st.ok())
-		return st;
-	auto devs = nvml.devices();
+	auto devs = nvml.open_devices();
 	if (!devs.ok())
 		return devs.status();
 	const gpu::Nvml &n = nvml.api();
@@ -725,7 +712,7 @@ Result<GpuDepthObs> RealBackend::gpu_depth(double load_s)
 	}
 	// The load: copies on every GPU the CUDA runtime sees.
 	gpu::Cudart cuda;
-	st = gpu::load_cudart(&cuda);
+	Status st = gpu::load_cudart(&cuda);
 	if (!st.ok())
 		return st;
 	int cn = 0;

@@ -127,9 +127,10 @@ int64_t int_in(JsonReader &r, const json_t *o, const std::string &path, const ch
 	return v;
 }
 
-// {"name": <non-negative integer>, ...} with names from known.
-void limit_map(JsonReader &r, const json_t *o, const std::string &path,
-               const std::vector<std::string> &known, std::map<std::string, uint64_t> *out)
+} // namespace
+
+void parse_counter_map(JsonReader &r, const json_t *o, const std::string &path,
+                       const std::vector<std::string> &known, std::map<std::string, uint64_t> *out)
 {
 	if (!o)
 		return;
@@ -152,6 +153,8 @@ void limit_map(JsonReader &r, const json_t *o, const std::string &path,
 		(*out)[k] = static_cast<uint64_t>(json_integer_value(v));
 	}
 }
+
+namespace {
 
 void parse_gpu_depth(JsonReader &r, const json_t *g, Baseline::GpuDepth *d)
 {
@@ -186,8 +189,8 @@ void parse_gpu_depth(JsonReader &r, const json_t *g, Baseline::GpuDepth *d)
 		d->hca_pcie_gen = static_cast<int>(int_in(r, p, PP, "hca_gen", 0, 1, 6));
 		d->hca_pcie_width = static_cast<int>(int_in(r, p, PP, "hca_width", 0, 1, 32));
 	}
-	limit_map(r, r.obj(g, P, "nvlink_errors", false), "gpu_depth.nvlink_errors",
-	          nvlink_error_counters(), &d->nvlink_errors);
+	parse_counter_map(r, r.obj(g, P, "nvlink_errors", false), "gpu_depth.nvlink_errors",
+	                  nvlink_error_counters(), &d->nvlink_errors);
 	if (const json_t *t = r.arr(g, P, "throttle_fail", false)) {
 		d->throttle_fail_mask = 0;
 		size_t i;
@@ -377,8 +380,9 @@ Result<Baseline> parse_baseline(const std::string &text, const std::string &orig
 		b.fabric_width = static_cast<int>(int_in(r, f, "fabric", "width", 0, 1, 32));
 		b.fabric_min_mtu =
 		    static_cast<int>(int_in(r, f, "fabric", "min_mtu", 0, 256, 65536));
-		limit_map(r, r.obj(f, "fabric", "counter_limits", false), "fabric.counter_limits",
-		          fabric_error_counters(), &b.fabric_counter_limits);
+		parse_counter_map(r, r.obj(f, "fabric", "counter_limits", false),
+		                  "fabric.counter_limits", fabric_error_counters(),
+		                  &b.fabric_counter_limits);
 	}
 
 	if (const json_t *n = r.obj(j, "", "nvlink", false)) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "config.hpp"
+#include "json.hpp"
 #include "status.hpp"
 
 namespace onramp {
@@ -30,6 +31,11 @@ const std::vector<std::string> &nvlink_error_counters();
 uint64_t throttle_reason_bit(const std::string &name);
 // "hw_thermal,sw_power_cap" for a bit set ("none" for 0).
 std::string throttle_reason_names(uint64_t bits);
+
+// {"name": <non-negative integer>, ...} at path with names from known;
+// errors (an unknown name lists the known ones) go to r.
+void parse_counter_map(JsonReader &r, const json_t *o, const std::string &path,
+                       const std::vector<std::string> &known, std::map<std::string, uint64_t> *out);
 
 struct Baseline {
 	std::string path;   // the file it was read from

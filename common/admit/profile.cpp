@@ -46,27 +46,10 @@ int64_t nonneg_int(JsonReader &r, const json_t *o, const std::string &path, cons
 	return v;
 }
 
-// {"counter": n} with names from known.
-void counter_map(JsonReader &r, const json_t *o, const std::string &path,
-                 const std::vector<std::string> &known, std::map<std::string, uint64_t> *out)
+// The link speed of a PCIe generation (1..6).
+double gen_speed_gts(int gen)
 {
-	if (!o)
-		return;
-	const char *k;
-	const json_t *v;
-	json_object_foreach(const_cast<json_t *>(o), k, v)
-	{
-		std::string p = JsonReader::join(path, k);
-		if (std::find(known.begin(), known.end(), k) == known.end()) {
-			r.error(p, "unknown counter");
-			return;
-		}
-		if (!json_is_integer(v) || json_integer_value(v) < 0) {
-			r.error(p, "expected a non-negative integer");
-			return;
-		}
-		(*out)[k] = static_cast<uint64_t>(json_integer_value(v));
-	}
+	return gen <= 2 ? 2.5 * gen : 8.0 * (1 << (gen - 3));
 }
 
 // "pcie": {"gen": 5, "width": 16}
@@ -82,6 +65,8 @@ void pcie_of(JsonReader &r, const json_t *o, const std::string &path, int *gen, 
 	if (!r.failed() && (*gen < 1 || *gen > 6 || *width < 1 || *width > 32))
 		r.error(pp, "gen must be in [1, 6] and width in [1, 32]");
 }
+
+void parse_gpu_depth(JsonReader &r, const json_t *g, const std::string &path, GpuDepthObs::Gpu *d);
 
 void parse_gpu(JsonReader &r, const json_t *g, const std::string &path, int index,
                Profile::Gpu *out)
@@ -124,7 +109,13 @@ void parse_gpu(JsonReader &r, const json_t *g, const std::string &path, int inde
 	out->mem_bw_gbs = r.num(g, path, "mem_bw_gbs");
 	if (!r.failed() && out->mem_bw_gbs < 0)
 		r.error(JsonReader::join(path, "mem_bw_gbs"), "must not be negative");
-	out->sm_clock_mhz = static_cast<unsigned>(nonneg_int(r, g, path, "sm_clock_mhz", 1980));
+	parse_gpu_depth(r, g, path, &out->depth);
+}
+
+// The gpu_depth fields of a simulated GPU.
+void parse_gpu_depth(JsonReader &r, const json_t *g, const std::string &path, GpuDepthObs::Gpu *d)
+{
+	d->sm_clock_min_mhz = static_cast<unsigned>(nonneg_int(r, g, path, "sm_clock_mhz", 1980));
 	for (const auto &t : r.str_list(g, path, "throttle", false)) {
 		uint64_t bit = throttle_reason_bit(t);
 		if (!bit) {
@@ -132,12 +123,12 @@ void parse_gpu(JsonReader &r, const json_t *g, const std::string &path, int inde
 			        "'" + t + "' is not a throttle reason");
 			return;
 		}
-		out->throttle |= bit;
+		d->throttle_reasons |= bit;
 	}
-	out->temp_c = static_cast<unsigned>(nonneg_int(r, g, path, "temp_c", 55));
-	out->power_w = r.num_or(g, path, "power_w", 650);
-	out->memory_mib = static_cast<uint64_t>(nonneg_int(r, g, path, "memory_mib", 143771));
-	out->persistence = r.boolean_or(g, path, "persistence", true);
+	d->temp_max_c = static_cast<unsigned>(nonneg_int(r, g, path, "temp_c", 55));
+	d->power_max_w = r.num_or(g, path, "power_w", 650);
+	d->memory_total_mib = static_cast<uint64_t>(nonneg_int(r, g, path, "memory_mib", 143771));
+	d->persistence = r.boolean_or(g, path, "persistence", true);
 	if (const json_t *a = r.arr(g, path, "processes", false)) {
 		size_t i;
 		const json_t *v;
@@ -149,16 +140,54 @@ void parse_gpu(JsonReader &r, const json_t *g, const std::string &path, int inde
 				        "expected a process id");
 				return;
 			}
-			out->processes.push_back(static_cast<unsigned>(json_integer_value(v)));
+			d->foreign_pids.push_back(static_cast<unsigned>(json_integer_value(v)));
 		}
 	}
-	out->ecc_corrected = static_cast<uint64_t>(nonneg_int(r, g, path, "ecc_corrected", 0));
-	out->remapped_rows = static_cast<unsigned>(nonneg_int(r, g, path, "remapped_rows", 0));
-	counter_map(r, r.obj(g, path, "nvlink_errors", false),
-	            JsonReader::join(path, "nvlink_errors"), nvlink_error_counters(),
-	            &out->nvlink_errors);
-	pcie_of(r, g, path, &out->pcie_gen, &out->pcie_width);
-	out->unmeasured = r.str_list(g, path, "unmeasured", false);
+	d->ecc_corrected = static_cast<uint64_t>(nonneg_int(r, g, path, "ecc_corrected", 0));
+	d->remapped_rows = static_cast<unsigned>(nonneg_int(r, g, path, "remapped_rows", 0));
+	parse_counter_map(r, r.obj(g, path, "nvlink_errors", false),
+	                  JsonReader::join(path, "nvlink_errors"), nvlink_error_counters(),
+	                  &d->nvlink_error_delta);
+	d->pcie.gen = 5;
+	d->pcie.width = 16;
+	pcie_of(r, g, path, &d->pcie.gen, &d->pcie.width);
+	d->pcie.speed_gts = gen_speed_gts(d->pcie.gen);
+	d->pcie.measured = true;
+	d->has_clock = d->has_throttle = d->has_temp = d->has_power = d->has_memory = true;
+	d->has_persistence = d->has_processes = d->has_ecc_corrected = d->has_remapped = true;
+	d->has_nvlink_errors = true;
+	// Parts "NVML cannot read": {"unmeasured": ["power: why", ...]}.
+	using G = GpuDepthObs::Gpu;
+	static const std::pair<const char *, bool G::*> parts[] = {
+	    {"clock", &G::has_clock},
+	    {"throttle", &G::has_throttle},
+	    {"temperature", &G::has_temp},
+	    {"power", &G::has_power},
+	    {"memory", &G::has_memory},
+	    {"persistence", &G::has_persistence},
+	    {"processes", &G::has_processes},
+	    {"ecc_corrected", &G::has_ecc_corrected},
+	    {"remapped_rows", &G::has_remapped},
+	    {"nvlink_errors", &G::has_nvlink_errors}};
+	d->unmeasured = r.str_list(g, path, "unmeasured", false);
+	for (const auto &u : d->unmeasured) {
+		std::string part = u.substr(0, u.find(": "));
+		bool known = part == "pcie";
+		if (known) {
+			d->pcie.measured = false;
+			d->pcie.why = u;
+		}
+		for (const auto &p : parts)
+			if (part == p.first) {
+				d->*p.second = false;
+				known = true;
+			}
+		if (!known) {
+			r.error(JsonReader::join(path, "unmeasured"),
+			        "'" + u.substr(0, 64) + "' names no part (\"<part>: why\")");
+			return;
+		}
+	}
 }
 
 void parse_nic(JsonReader &r, const json_t *n, const std::string &path, Profile::Nic *out)
@@ -194,12 +223,13 @@ void parse_nic(JsonReader &r, const json_t *n, const std::string &path, Profile:
 		port.link_downed = nonneg_int(r, p, pp, "link_downed", 0);
 		port.link_downed_after =
 		    nonneg_int(r, p, pp, "link_downed_after", port.link_downed);
-		counter_map(r, r.obj(p, pp, "counters", false), JsonReader::join(pp, "counters"),
-		            fabric_error_counters(), &port.counters);
+		parse_counter_map(r, r.obj(p, pp, "counters", false),
+		                  JsonReader::join(pp, "counters"), fabric_error_counters(),
+		                  &port.counters);
 		port.counters_after = port.counters;
-		counter_map(r, r.obj(p, pp, "counters_after", false),
-		            JsonReader::join(pp, "counters_after"), fabric_error_counters(),
-		            &port.counters_after);
+		parse_counter_map(r, r.obj(p, pp, "counters_after", false),
+		                  JsonReader::join(pp, "counters_after"), fabric_error_counters(),
+		                  &port.counters_after);
 		port.active_mtu = static_cast<int>(nonneg_int(r, p, pp, "active_mtu", 4096));
 		out->ports.push_back(port);
 	}
@@ -342,12 +372,6 @@ std::string profile_path(const std::string &dir, const std::string &node)
 }
 
 namespace {
-
-// The link speed of a PCIe generation (1..6).
-double gen_speed_gts(int gen)
-{
-	return gen <= 2 ? 2.5 * gen : 8.0 * (1 << (gen - 3));
-}
 
 class SimBackend : public Backend {
 public:
@@ -501,45 +525,9 @@ public:
 		o.load_s = load_s;
 		o.load = "simulated (no load applied)";
 		for (const auto &g : p_.gpus) {
-			GpuDepthObs::Gpu d;
+			GpuDepthObs::Gpu d = g.depth;
 			d.index = g.info.index;
 			d.pci = g.info.pci;
-			d.unmeasured = g.unmeasured;
-			auto has = [&](const char *part) {
-				std::string pre = std::string(part) + ": ";
-				for (const auto &u : g.unmeasured)
-					if (u.compare(0, pre.size(), pre) == 0)
-						return false;
-				return true;
-			};
-			d.has_clock = has("clock");
-			d.sm_clock_min_mhz = g.sm_clock_mhz;
-			d.has_throttle = has("throttle");
-			d.throttle_reasons = g.throttle;
-			d.has_temp = has("temperature");
-			d.temp_max_c = g.temp_c;
-			d.has_power = has("power");
-			d.power_max_w = g.power_w;
-			d.has_memory = has("memory");
-			d.memory_total_mib = g.memory_mib;
-			d.has_persistence = has("persistence");
-			d.persistence = g.persistence;
-			d.has_processes = has("processes");
-			d.foreign_pids = g.processes;
-			d.has_ecc_corrected = has("ecc_corrected");
-			d.ecc_corrected = g.ecc_corrected;
-			d.has_remapped = has("remapped_rows");
-			d.remapped_rows = g.remapped_rows;
-			d.has_nvlink_errors = has("nvlink_errors");
-			d.nvlink_error_delta = g.nvlink_errors;
-			if (has("pcie")) {
-				d.pcie.measured = true;
-				d.pcie.gen = g.pcie_gen;
-				d.pcie.width = g.pcie_width;
-				d.pcie.speed_gts = gen_speed_gts(g.pcie_gen);
-			} else {
-				d.pcie.why = "not measured";
-			}
 			o.gpus.push_back(d);
 		}
 		if (!p_.sysfs_root.empty()) {

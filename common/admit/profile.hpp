@@ -27,19 +27,9 @@ struct Profile {
 		int nvlink_links = 18;
 		std::vector<int> nvlink_down; // link numbers
 		double mem_bw_gbs = 0;
-		// gpu_depth (defaults: a healthy H200 under load)
-		unsigned sm_clock_mhz = 1980;
-		uint64_t throttle = 0; // NVML clocks event reason bits
-		unsigned temp_c = 55;
-		double power_w = 650;
-		uint64_t memory_mib = 143771;
-		bool persistence = true;
-		std::vector<unsigned> processes; // foreign compute processes
-		uint64_t ecc_corrected = 0;
-		unsigned remapped_rows = 0;
-		std::map<std::string, uint64_t> nvlink_errors; // delta during the load
-		int pcie_gen = 5, pcie_width = 16;
-		std::vector<std::string> unmeasured; // "<part>: why": parts NVML cannot read
+		// What gpu_depth observes (parse_profile's defaults: a healthy
+		// H200 under load; the parts named in "unmeasured" not measured).
+		GpuDepthObs::Gpu depth;
 	};
 	std::vector<Gpu> gpus;
 
