@@ -607,11 +607,12 @@ CheckResult evaluate_fabric(const FabricObs &f, const Baseline &b)
 			if (pl != prev->second.end() &&
 			    static_cast<uint64_t>(p.link_downed) > pl->second && before >= 0 &&
 			    p.link_downed == before) {
+				// (Short: node reasons are cut at 99 bytes; the
+				// admission's time is in data.previous_admission.)
 				flap.push_back(strprintf(
-				    "%s link_downed %llu -> %lld since the admission of %s",
+				    "%s link_downed %llu -> %lld since the last admission",
 				    id.c_str(), static_cast<unsigned long long>(pl->second),
-				    static_cast<long long>(p.link_downed),
-				    f.previous_time.c_str()));
+				    static_cast<long long>(p.link_downed)));
 				ok = false;
 			}
 		}

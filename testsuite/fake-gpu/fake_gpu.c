@@ -104,6 +104,46 @@ int nvmlDeviceGetNvLinkState(void *d, unsigned l, int *a)
 {
 	return (void)d, (void)l, (void)a, 3;
 }
+/* gpu_depth's entry points: a cool, unthrottled GPU at full clock, unless
+ * FAKE_THROTTLE gives clocks event reason bits (hex, e.g. 0x40: HW thermal
+ * slowdown). Built with -DFAKE_NO_POWER it lacks nvmlDeviceGetPowerUsage,
+ * as a driver without that entry point would. */
+int nvmlDeviceGetClockInfo(void *d, int type, unsigned *mhz)
+{
+	return (void)d, (void)type, *mhz = 1980, 0;
+}
+int nvmlDeviceGetCurrentClocksEventReasons(void *d, unsigned long long *r)
+{
+	const char *t = getenv("FAKE_THROTTLE");
+	return (void)d, *r = t ? strtoull(t, NULL, 16) : 0x4, 0;
+}
+int nvmlDeviceGetTemperature(void *d, int sensor, unsigned *c)
+{
+	return (void)d, (void)sensor, *c = 48, 0;
+}
+#ifndef FAKE_NO_POWER
+int nvmlDeviceGetPowerUsage(void *d, unsigned *mw)
+{
+	return (void)d, *mw = 412000, 0;
+}
+#endif
+int nvmlDeviceGetMemoryInfo(void *d, unsigned long long *m)
+{
+	/* nvmlMemory_t: total, free, used */
+	return (void)d, m[0] = 143771ull << 20, m[1] = m[0], m[2] = 0, 0;
+}
+int nvmlDeviceGetPersistenceMode(void *d, int *on)
+{
+	return (void)d, *on = 1, 0;
+}
+int nvmlDeviceGetComputeRunningProcesses_v3(void *d, unsigned *n, void *infos)
+{
+	return (void)d, (void)infos, *n = 0, 0;
+}
+int nvmlDeviceGetNvLinkErrorCounter(void *d, unsigned l, int c, unsigned long long *v)
+{
+	return (void)d, (void)l, (void)c, *v = 0, 0;
+}
 
 /* CUDA runtime */
 int cudaGetDeviceCount(int *n)

@@ -40,3 +40,14 @@ setup() {
 	done
 	restore_nodes 'node[5-8]'
 }
+
+@test "a link that went down since the previous admission is PORT_FLAPPING naming HCA and port" {
+	# node4's record is bring-up's (link_downed 2 on every port).
+	set_profile node4 link-flapped
+	reboot_nodes node4
+	wait_for 120 "node4 drained" drained_with node4 '^onramp:PORT_FLAPPING: fabric: mlx5_4 port 1 link_downed 2 -> 6 since the last admission'
+	run ! node_admitted node4
+	jq -e '.verdict.checks[] | select(.name == "fabric") | .data.previous_admission | test("Z$")' \
+		"$ONRAMP_CLUSTER_DIR/nodes/node4/onramp/admission.json"
+	restore_nodes node4
+}
