@@ -163,6 +163,8 @@ struct GpuDepthObs {
 		// the load, summed over the GPU's links
 		std::map<std::string, uint64_t> nvlink_error_delta;
 		PcieLinkObs pcie; // read under load (idle GPUs train down)
+		bool has_host_copy = false;
+		double h2d_gbs = 0, d2h_gbs = 0; // pinned host <-> device, GB/s
 		std::vector<std::string> unmeasured;
 	};
 	std::vector<Gpu> gpus;

@@ -724,6 +724,18 @@ Result<GpuDepthObs> RealBackend::gpu_depth(double load_s)
 		    strprintf("the CUDA runtime sees %d of the %zu GPUs NVML lists: "
 		              "cannot load them all",
 		              cn, dv.size()));
+	// Host <-> device copies over each GPU's PCIe link, before the load.
+	auto host = gpu::measure_host_copy_bw(cuda, cn, size_t(256) << 20, 10);
+	for (size_t i = 0; i < dv.size(); i++) {
+		GpuDepthObs::Gpu &g = o.gpus[i];
+		if (!host.ok()) {
+			g.unmeasured.push_back("host_copy: " + host.status().message());
+			continue;
+		}
+		g.has_host_copy = true;
+		g.h2d_gbs = host.value()[i].h2d_gbs;
+		g.d2h_gbs = host.value()[i].d2h_gbs;
+	}
 	o.load = strprintf("device-to-device copies of 256 MiB on %d GPUs", cn);
 	{
 		CopyLoad load(cuda);

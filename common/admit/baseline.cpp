@@ -162,7 +162,7 @@ void parse_gpu_depth(JsonReader &r, const json_t *g, Baseline::GpuDepth *d)
 	r.only_keys(g, P,
 	            {"load_s", "min_sm_clock_mhz", "max_temp_c", "max_power_w", "memory_mib",
 	             "persistence", "foreign_processes", "max_ecc_corrected", "max_remapped_rows",
-	             "pcie", "nvlink_errors", "throttle_fail"});
+	             "pcie", "nvlink_errors", "throttle_fail", "min_h2d_gbs", "min_d2h_gbs"});
 	d->present = true;
 	if (json_object_get(g, "load_s")) {
 		d->load_s = r.num(g, P, "load_s");
@@ -175,6 +175,14 @@ void parse_gpu_depth(JsonReader &r, const json_t *g, Baseline::GpuDepth *d)
 	d->max_power_w = r.num_or(g, P, "max_power_w", 0);
 	if (!r.failed() && json_object_get(g, "max_power_w") && !(d->max_power_w > 0))
 		r.error("gpu_depth.max_power_w", "must be a positive number");
+	const std::pair<const char *, double *> copies[] = {{"min_h2d_gbs", &d->min_h2d_gbs},
+	                                                    {"min_d2h_gbs", &d->min_d2h_gbs}};
+	for (const auto &c : copies) {
+		*c.second = r.num_or(g, P, c.first, 0);
+		if (!r.failed() && json_object_get(g, c.first) &&
+		    !(*c.second > 0 && *c.second < 10000))
+			r.error(JsonReader::join(P, c.first), "must be a positive number of GB/s");
+	}
 	d->memory_mib =
 	    static_cast<uint64_t>(int_in(r, g, P, "memory_mib", 0, 1, int64_t(1) << 30));
 	d->persistence = r.boolean_or(g, P, "persistence", false);

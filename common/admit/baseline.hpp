@@ -94,6 +94,7 @@ struct Baseline {
 		int64_t max_remapped_rows = -1;           // -1: not checked
 		int gpu_pcie_gen = 0, gpu_pcie_width = 0; // 0: not checked
 		int hca_pcie_gen = 0, hca_pcie_width = 0;
+		double min_h2d_gbs = 0, min_d2h_gbs = 0; // pinned copies; 0: not checked
 		// NVLink error counter (replay, recovery, crc_flit, crc_data) ->
 		// most it may grow on one GPU during the load.
 		std::map<std::string, uint64_t> nvlink_errors;

@@ -800,6 +800,15 @@ CheckResult evaluate_gpu_depth(const GpuDepthObs &o, const Baseline &b)
 				pcie.push_back(strprintf("%s PCIe %s: %s", id.c_str(),
 				                         pcie_text(g.pcie).c_str(), sh.c_str()));
 		}
+		if ((d.min_h2d_gbs > 0 || d.min_d2h_gbs > 0) &&
+		    judged(g.has_host_copy, "host_copy")) {
+			if (g.h2d_gbs < d.min_h2d_gbs)
+				pcie.push_back(strprintf("%s host->device %.1f GB/s < %.1f GB/s",
+				                         id.c_str(), g.h2d_gbs, d.min_h2d_gbs));
+			if (g.d2h_gbs < d.min_d2h_gbs)
+				pcie.push_back(strprintf("%s device->host %.1f GB/s < %.1f GB/s",
+				                         id.c_str(), g.d2h_gbs, d.min_d2h_gbs));
+		}
 		if (d.max_ecc_corrected >= 0 && judged(g.has_ecc_corrected, "ecc_corrected") &&
 		    g.ecc_corrected > static_cast<uint64_t>(d.max_ecc_corrected))
 			ecc.push_back(strprintf("%s %llu volatile corrected ECC errors > %lld",
@@ -866,6 +875,8 @@ CheckResult evaluate_gpu_depth(const GpuDepthObs &o, const Baseline &b)
 			j.set("nvlink_error_deltas", n);
 		}
 		j.set("pcie", pcie_json(g.pcie));
+		if (g.has_host_copy)
+			j.set("h2d_gbs", g.h2d_gbs).set("d2h_gbs", g.d2h_gbs);
 		j.set("not_measured", Json::array(g.unmeasured));
 		gpus.push(j);
 	}

@@ -222,6 +222,55 @@ Result<MemBwObs> measure_mem_bw(const Cudart &cuda, int ngpus, uint64_t bytes, i
 	return out;
 }
 
+Result<std::vector<HostCopyBw>> measure_host_copy_bw(const Cudart &cuda, int ngpus, uint64_t bytes,
+                                                     int iterations)
+{
+	std::vector<HostCopyBw> out;
+	for (int g = 0; g < ngpus; g++) {
+		void *host = nullptr, *dev = nullptr;
+		cudaStream s = nullptr;
+		cudaEvent e0 = nullptr, e1 = nullptr;
+		Cleanup done([&] {
+			cuda.SetDevice(g);
+			if (e0)
+				cuda.EventDestroy(e0);
+			if (e1)
+				cuda.EventDestroy(e1);
+			if (s)
+				cuda.StreamDestroy(s);
+			if (dev)
+				cuda.Free(dev);
+			if (host)
+				cuda.FreeHost(host);
+		});
+		CUDA_TRY(cuda.SetDevice(g));
+		CUDA_TRY(cuda.MallocHost(&host, bytes));
+		CUDA_TRY(cuda.Malloc(&dev, bytes));
+		CUDA_TRY(cuda.StreamCreate(&s));
+		CUDA_TRY(cuda.EventCreate(&e0));
+		CUDA_TRY(cuda.EventCreate(&e1));
+		HostCopyBw bw;
+		for (int dir = 0; dir < 2; dir++) {
+			int kind = dir == 0 ? kCudaMemcpyHostToDevice : kCudaMemcpyDeviceToHost;
+			void *dst = dir == 0 ? dev : host;
+			const void *src = dir == 0 ? host : dev;
+			CUDA_TRY(cuda.MemcpyAsync(dst, src, bytes, kind, s)); // warmup
+			CUDA_TRY(cuda.EventRecord(e0, s));
+			for (int i = 0; i < iterations; i++)
+				CUDA_TRY(cuda.MemcpyAsync(dst, src, bytes, kind, s));
+			CUDA_TRY(cuda.EventRecord(e1, s));
+			CUDA_TRY(cuda.EventSynchronize(e1));
+			float ms = 0;
+			CUDA_TRY(cuda.EventElapsedTime(&ms, e0, e1));
+			// Bytes cross PCIe once: half of copy_bw_gbs's read + write.
+			double gbs = ms > 0 ? copy_bw_gbs(bytes, iterations, ms / 1e3) / 2 : 0;
+			(dir == 0 ? bw.h2d_gbs : bw.d2h_gbs) = gbs;
+		}
+		out.push_back(bw);
+	}
+	return out;
+}
+
 Result<NcclRun> measure_allreduce_local(const Cudart &cuda, const Nccl &nccl, int ngpus,
                                         uint64_t bytes, int warmup, int iterations, int best_of)
 {

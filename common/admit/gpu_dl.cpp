@@ -14,6 +14,7 @@
 ONRAMP_SAME(cudaSuccess, onramp::admit::gpu::kCudaSuccess);
 ONRAMP_SAME(cudaMemcpyDeviceToDevice, onramp::admit::gpu::kCudaMemcpyDeviceToDevice);
 ONRAMP_SAME(cudaMemcpyDeviceToHost, onramp::admit::gpu::kCudaMemcpyDeviceToHost);
+ONRAMP_SAME(cudaMemcpyHostToDevice, onramp::admit::gpu::kCudaMemcpyHostToDevice);
 #endif
 #if __has_include(<nccl.h>) && __has_include(<cuda_runtime.h>)
 #include <nccl.h>
@@ -181,6 +182,8 @@ Status load_cudart(Cudart *c)
 	sym(h, "cudaSetDevice", &c->SetDevice, &m);
 	sym(h, "cudaMalloc", &c->Malloc, &m);
 	sym(h, "cudaFree", &c->Free, &m);
+	sym(h, "cudaMallocHost", &c->MallocHost, &m);
+	sym(h, "cudaFreeHost", &c->FreeHost, &m);
 	sym(h, "cudaMemset", &c->Memset, &m);
 	sym(h, "cudaMemcpy", &c->Memcpy, &m);
 	sym(h, "cudaMemcpyAsync", &c->MemcpyAsync, &m);

@@ -99,7 +99,12 @@ void load_nvml_depth(const Nvml &nvml, NvmlDepth *out);
 typedef int cudaError;
 typedef struct CUevent_st *cudaEvent;
 typedef struct CUstream_st *cudaStream;
-enum : int { kCudaSuccess = 0, kCudaMemcpyDeviceToDevice = 3, kCudaMemcpyDeviceToHost = 2 };
+enum : int {
+	kCudaSuccess = 0,
+	kCudaMemcpyHostToDevice = 1,
+	kCudaMemcpyDeviceToHost = 2,
+	kCudaMemcpyDeviceToDevice = 3
+};
 
 struct Cudart {
 	void *handle = nullptr;
@@ -108,6 +113,8 @@ struct Cudart {
 	cudaError (*SetDevice)(int);
 	cudaError (*Malloc)(void **, size_t);
 	cudaError (*Free)(void *);
+	cudaError (*MallocHost)(void **, size_t); // pinned host memory
+	cudaError (*FreeHost)(void *);
 	cudaError (*Memset)(void *, int, size_t);
 	cudaError (*Memcpy)(void *, const void *, size_t, int);
 	cudaError (*MemcpyAsync)(void *, const void *, size_t, int, cudaStream);

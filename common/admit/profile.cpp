@@ -79,7 +79,7 @@ void parse_gpu(JsonReader &r, const json_t *g, const std::string &path, int inde
 	                      "mem_bw_gbs",    "sm_clock_mhz",  "throttle",      "temp_c",
 	                      "power_w",       "memory_mib",    "persistence",   "processes",
 	                      "ecc_corrected", "remapped_rows", "nvlink_errors", "pcie",
-	                      "unmeasured"});
+	                      "unmeasured",    "h2d_gbs",       "d2h_gbs"});
 	out->info.index = index;
 	out->info.uuid = r.str(g, path, "uuid");
 	out->info.serial = r.str(g, path, "serial");
@@ -129,6 +129,8 @@ void parse_gpu_depth(JsonReader &r, const json_t *g, const std::string &path, Gp
 	d->power_max_w = r.num_or(g, path, "power_w", 650);
 	d->memory_total_mib = static_cast<uint64_t>(nonneg_int(r, g, path, "memory_mib", 143771));
 	d->persistence = r.boolean_or(g, path, "persistence", true);
+	d->h2d_gbs = r.num_or(g, path, "h2d_gbs", 55);
+	d->d2h_gbs = r.num_or(g, path, "d2h_gbs", 55);
 	if (const json_t *a = r.arr(g, path, "processes", false)) {
 		size_t i;
 		const json_t *v;
@@ -155,7 +157,7 @@ void parse_gpu_depth(JsonReader &r, const json_t *g, const std::string &path, Gp
 	d->pcie.measured = true;
 	d->has_clock = d->has_throttle = d->has_temp = d->has_power = d->has_memory = true;
 	d->has_persistence = d->has_processes = d->has_ecc_corrected = d->has_remapped = true;
-	d->has_nvlink_errors = true;
+	d->has_nvlink_errors = d->has_host_copy = true;
 	// Parts "NVML cannot read": {"unmeasured": ["power: why", ...]}.
 	using G = GpuDepthObs::Gpu;
 	static const std::pair<const char *, bool G::*> parts[] = {
@@ -168,7 +170,8 @@ void parse_gpu_depth(JsonReader &r, const json_t *g, const std::string &path, Gp
 	    {"processes", &G::has_processes},
 	    {"ecc_corrected", &G::has_ecc_corrected},
 	    {"remapped_rows", &G::has_remapped},
-	    {"nvlink_errors", &G::has_nvlink_errors}};
+	    {"nvlink_errors", &G::has_nvlink_errors},
+	    {"host_copy", &G::has_host_copy}};
 	d->unmeasured = r.str_list(g, path, "unmeasured", false);
 	for (const auto &u : d->unmeasured) {
 		std::string part = u.substr(0, u.find(": "));

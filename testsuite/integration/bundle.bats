@@ -188,7 +188,8 @@ setup_file() {
 	echo "$output"
 	[ "$status" -eq 0 ]
 	jq -e '.checks[0] | .status == "PASS" and .data.gpus[0].power_max_w == 412 and
-		.data.gpus[0].throttle_reasons == "sw_power_cap" and .data.gpus[0].memory_mib == 143771' <<<"$output"
+		.data.gpus[0].throttle_reasons == "sw_power_cap" and .data.gpus[0].memory_mib == 143771 and
+		(.data.gpus[0].h2d_gbs - 50 | fabs) < 0.1 and (.data.gpus[0].d2h_gbs - 50 | fabs) < 0.1' <<<"$output"
 	run depth LD_LIBRARY_PATH="$f" FAKE_THROTTLE=0x40
 	echo "$output"
 	[ "$status" -eq 1 ]

@@ -436,6 +436,9 @@ static GpuDepthObs healthy_depth()
 		g.memory_total_mib = 143771;
 		g.persistence = true;
 		g.has_ecc_corrected = g.has_remapped = g.has_nvlink_errors = true;
+		g.has_host_copy = true;
+		g.h2d_gbs = 52.4;
+		g.d2h_gbs = 51.9;
 		g.nvlink_error_delta = {{"replay", 3}, {"recovery", 0}};
 		g.pcie.measured = true;
 		g.pcie.gen = 5;
@@ -475,6 +478,10 @@ static void gpu_depth_each_failure_names_its_part(void **)
 		     o.hcas[5].pcie.gen = 3;
 		     o.hcas[5].pcie.speed_gts = 8;
 	     }},
+	    {"PCIE_DEGRADED", "GPU 3 (p3) host->device 12.5 GB/s < 40.0 GB/s",
+	     [](GpuDepthObs &o) { o.gpus[3].h2d_gbs = 12.5; }},
+	    {"PCIE_DEGRADED", "GPU 1 (p1) device->host 20.0 GB/s < 40.0 GB/s",
+	     [](GpuDepthObs &o) { o.gpus[1].d2h_gbs = 20; }},
 	    {"NVLINK_ERRORS", "GPU 6 (p6) NVLink recovery errors +2 during load > 0",
 	     [](GpuDepthObs &o) { o.gpus[6].nvlink_error_delta["recovery"] = 2; }},
 	    {"ECC_CORRECTED_HIGH", "GPU 7 (p7) 5000 volatile corrected ECC errors > 1000",
@@ -525,6 +532,10 @@ static void gpu_depth_unmeasured_is_never_a_pass(void **)
 	assert_int_equal(r.status, CheckStatus::Error);
 	assert_string_equal(r.code.c_str(), "CHECK_ERROR");
 	assert_contains(r.detail, "GPU 6 (p6) power: NVML has no nvmlDeviceGetPowerUsage");
+	o.gpus[4].has_host_copy = false;
+	o.gpus[4].unmeasured = {"host_copy: cudaMallocHost: out of memory"};
+	assert_contains(evaluate_gpu_depth(o, b).detail,
+	                "GPU 4 (p4) host_copy: cudaMallocHost: out of memory");
 	o.hcas[2].pcie = PcieLinkObs();
 	o.hcas[2].pcie.why = "x/current_link_speed: No such file";
 	r = evaluate_gpu_depth(o, b);
@@ -533,12 +544,14 @@ static void gpu_depth_unmeasured_is_never_a_pass(void **)
 	Baseline lax = b;
 	lax.gpu_depth.max_power_w = 0;
 	lax.gpu_depth.hca_pcie_gen = lax.gpu_depth.hca_pcie_width = 0;
+	lax.gpu_depth.min_h2d_gbs = lax.gpu_depth.min_d2h_gbs = 0;
 	assert_int_equal(evaluate_gpu_depth(o, lax).status, CheckStatus::Pass);
 	// A measured failure still fails, the unmeasured part listed.
 	o.gpus[0].temp_max_c = 99;
 	r = evaluate_gpu_depth(o, b);
 	assert_string_equal(r.code.c_str(), "GPU_TEMP_HIGH");
-	assert_contains(r.detail, "not measured: GPU 6 (p6) power");
+	assert_contains(r.detail, "; not measured: GPU 4 (p4) host_copy");
+	assert_contains(r.detail, "GPU 6 (p6) power: NVML has no");
 }
 
 static void pcie_links_from_sysfs(void **)
