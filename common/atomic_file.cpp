@@ -159,15 +159,11 @@ Status fsync_dir(const std::string &dir)
 	return Status::Ok();
 }
 
-Status write_file_atomic(const std::string &path, const std::string &data, mode_t mode,
-                         FileGroup group)
+namespace {
+
+// Write data to fd (a new temporary file, closed here) with mode, synced.
+Status fill_temp(int fd, const std::string &tmpl, const std::string &data, mode_t mode, gid_t group)
 {
-	if (path.empty() || path.back() == '/')
-		return Status::Error("write: not a file path: '" + path + "'");
-	std::string tmpl = path + ".tmp.XXXXXX";
-	int fd = mkostemp(&tmpl[0], O_CLOEXEC);
-	if (fd < 0)
-		return errno_status("create temporary file for", path);
 	Status st;
 	const char *p = data.data();
 	size_t left = data.size();
@@ -182,11 +178,10 @@ Status write_file_atomic(const std::string &path, const std::string &data, mode_
 		p += n;
 		left -= static_cast<size_t>(n);
 	}
-	struct stat ds;
 	// The directory's group where this account may give it (root: any);
 	// elsewhere the file keeps the caller's.
-	if (st.ok() && group == FileGroup::Directory && stat(dir_of(path).c_str(), &ds) == 0 &&
-	    fchown(fd, static_cast<uid_t>(-1), ds.st_gid) != 0 && errno != EPERM)
+	if (st.ok() && group != static_cast<gid_t>(-1) &&
+	    fchown(fd, static_cast<uid_t>(-1), group) != 0 && errno != EPERM)
 		st = errno_status("chown", tmpl);
 	if (st.ok() && fchmod(fd, mode) != 0)
 		st = errno_status("chmod", tmpl);
@@ -194,6 +189,32 @@ Status write_file_atomic(const std::string &path, const std::string &data, mode_
 		st = errno_status("fsync", tmpl);
 	if (close(fd) != 0 && st.ok())
 		st = errno_status("close", tmpl);
+	return st;
+}
+
+Status foreign_symlink(const std::string &p, uid_t uid)
+{
+	return Status::Error(strprintf("%s: a symlink of uid %u (neither root's nor this "
+	                               "account's), refused",
+	                               p.c_str(), static_cast<unsigned>(uid)));
+}
+
+} // namespace
+
+Status write_file_atomic(const std::string &path, const std::string &data, mode_t mode,
+                         FileGroup group)
+{
+	if (path.empty() || path.back() == '/')
+		return Status::Error("write: not a file path: '" + path + "'");
+	std::string tmpl = path + ".tmp.XXXXXX";
+	int fd = mkostemp(&tmpl[0], O_CLOEXEC);
+	if (fd < 0)
+		return errno_status("create temporary file for", path);
+	struct stat ds;
+	gid_t gid = group == FileGroup::Directory && stat(dir_of(path).c_str(), &ds) == 0
+	                ? ds.st_gid
+	                : static_cast<gid_t>(-1);
+	Status st = fill_temp(fd, tmpl, data, mode, gid);
 	if (st.ok() && rename(tmpl.c_str(), path.c_str()) != 0)
 		st = errno_status("rename into place", path);
 	if (!st.ok()) {
@@ -201,6 +222,84 @@ Status write_file_atomic(const std::string &path, const std::string &data, mode_
 		return st;
 	}
 	return fsync_dir(dir_of(path));
+}
+
+Status write_file_atomic_at(int dirfd, const std::string &name, const std::string &path,
+                            const std::string &data, mode_t mode)
+{
+	if (name.empty() || name.find('/') != std::string::npos)
+		return Status::Error("write: not a file name: '" + name + "'");
+	std::string tmp;
+	int fd = -1;
+	for (int i = 0; i < 100 && fd < 0; i++) {
+		tmp = strprintf("%s.tmp.%d.%u", name.c_str(), static_cast<int>(getpid()),
+		                static_cast<unsigned>(random()));
+		fd = openat(dirfd, tmp.c_str(),
+		            O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd < 0 && errno != EEXIST)
+			break;
+	}
+	if (fd < 0)
+		return errno_status("create temporary file for", path);
+	Status st = fill_temp(fd, dir_of(path) + "/" + tmp, data, mode, static_cast<gid_t>(-1));
+	if (st.ok() && renameat(dirfd, tmp.c_str(), dirfd, name.c_str()) != 0)
+		st = errno_status("rename into place", path);
+	if (!st.ok()) {
+		unlinkat(dirfd, tmp.c_str(), 0);
+		return st;
+	}
+	if (fsync(dirfd) != 0)
+		return errno_status("fsync", dir_of(path));
+	return Status::Ok();
+}
+
+Result<int> open_dir_trusted(const std::string &path)
+{
+	std::string p = path;
+	while (p.size() > 1 && p.back() == '/')
+		p.pop_back();
+	struct stat before;
+	if (lstat(p.c_str(), &before) != 0) {
+		if (errno != ENOENT)
+			return errno_status("stat", p);
+		Status st = make_dirs(p);
+		if (!st.ok())
+			return st;
+		if (lstat(p.c_str(), &before) != 0)
+			return errno_status("stat", p);
+	}
+	if (!S_ISLNK(before.st_mode)) {
+		int fd = open(p.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 && (errno == ELOOP || errno == ENOTDIR))
+			return Status::Error(p + ": a symlink or not a directory, refused");
+		if (fd < 0)
+			return errno_status("open", p);
+		return fd;
+	}
+	if (before.st_uid != 0 && before.st_uid != geteuid())
+		return foreign_symlink(p, before.st_uid);
+	int fd = open(p.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return errno_status("open", p);
+	struct stat after;
+	if (lstat(p.c_str(), &after) != 0 || after.st_dev != before.st_dev ||
+	    after.st_ino != before.st_ino) {
+		close(fd);
+		return Status::Error(p + ": replaced while it was opened, refused");
+	}
+	return fd;
+}
+
+Result<int> open_subdir_nofollow(int dirfd, const std::string &name, const std::string &path)
+{
+	if (mkdirat(dirfd, name.c_str(), 0755) != 0 && errno != EEXIST)
+		return errno_status("mkdir", path);
+	int fd = openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && (errno == ELOOP || errno == ENOTDIR))
+		return Status::Error(path + ": a symlink or not a directory, refused");
+	if (fd < 0)
+		return errno_status("open", path);
+	return fd;
 }
 
 namespace {
@@ -286,9 +385,7 @@ Status refuse_foreign_symlink(const std::string &path)
 	if (lstat(p.c_str(), &sb) != 0)
 		return errno == ENOENT ? Status::Ok() : errno_status("stat", p);
 	if (S_ISLNK(sb.st_mode) && sb.st_uid != 0 && sb.st_uid != geteuid())
-		return Status::Error(strprintf("%s: a symlink of uid %u (neither root's nor this "
-		                               "account's), refused",
-		                               p.c_str(), static_cast<unsigned>(sb.st_uid)));
+		return foreign_symlink(p, sb.st_uid);
 	return Status::Ok();
 }
 
@@ -532,6 +629,35 @@ Status make_dir_nofollow(const std::string &path, mode_t mode)
 	if (!S_ISDIR(sb.st_mode))
 		return Status::Error(path + ": a symlink or not a directory, refused");
 	return Status::Ok();
+}
+
+Status make_owned_dir(const std::string &path, uid_t uid, gid_t gid)
+{
+	Status st = make_dir_nofollow(path, 0755);
+	if (!st.ok())
+		return st;
+	int dfd = open(dir_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return errno_status("open", dir_of(path));
+	size_t slash = path.rfind('/');
+	int fd = openat(dfd, path.substr(slash == std::string::npos ? 0 : slash + 1).c_str(),
+	                O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int saved = errno;
+	close(dfd);
+	if (fd < 0) {
+		if (saved == ELOOP || saved == ENOTDIR)
+			return Status::Error(path + ": a symlink or not a directory, refused");
+		errno = saved;
+		return errno_status("open", path);
+	}
+	struct stat sb;
+	Status out = Status::Ok();
+	if (fstat(fd, &sb) != 0)
+		out = errno_status("stat", path);
+	else if ((sb.st_uid != uid || sb.st_gid != gid) && fchown(fd, uid, gid) != 0)
+		out = errno_status("chown", path);
+	close(fd);
+	return out;
 }
 
 int unlink_nofollow(const std::string &path)

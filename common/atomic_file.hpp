@@ -25,6 +25,25 @@ enum class FileGroup { Caller, Directory };
 Status write_file_atomic(const std::string &path, const std::string &data, mode_t mode = 0644,
                          FileGroup group = FileGroup::Caller);
 
+// write_file_atomic for name in the directory open at dirfd (the temp
+// file created O_EXCL|O_NOFOLLOW there, renamed with renameat): for root
+// writing in a directory another account can replace by a symlink once it
+// was opened (open_dir_trusted). path names the file in errors.
+Status write_file_atomic_at(int dirfd, const std::string &name, const std::string &path,
+                            const std::string &data, mode_t mode = 0644);
+
+// A descriptor (O_DIRECTORY, close-on-exec) of the directory at path, for
+// root code that writes in a directory another account may replace (FleetDir
+// under a StateDir SlurmUser owns): missing, it is made (make_dirs); a
+// symlink is followed only when root or this account made it (an admin's
+// FleetDir on shared storage) and only if the same symlink is still there
+// once opened; anything else there (a symlink of another account, a name
+// swapped after the check, not a directory) is an error naming path.
+Result<int> open_dir_trusted(const std::string &path);
+// The subdirectory name of the directory open at dirfd, made 0755 when
+// missing, opened without following a symlink; path names it in errors.
+Result<int> open_subdir_nofollow(int dirfd, const std::string &name, const std::string &path);
+
 // Read a whole regular file; refuses anything else (a FIFO, a directory, a
 // device: opened non-blocking, checked on the descriptor) and files larger
 // than max_bytes.
@@ -96,6 +115,13 @@ Status make_dirs(const std::string &path, mode_t mode = 0755);
 // then the directory created if missing; an error naming it when it is a
 // symlink (root would write into its target) or not a directory.
 Status make_dir_nofollow(const std::string &path, mode_t mode = 0755);
+// onramp's shared state directories (StateDir/locks, StateDir/admit,
+// NodeStateDir/verdicts), made by root for SlurmUser: created when missing
+// (make_dir_nofollow), then opened O_DIRECTORY|O_NOFOLLOW relative to its
+// parent and given to uid:gid through that descriptor (fchown), so a name
+// swapped after the check (a symlink, a hard link to a root-owned file) is
+// refused or never reached: root gives away only the directory it opened.
+Status make_owned_dir(const std::string &path, uid_t uid, gid_t gid);
 // unlink path's last component relative to its directory opened
 // O_NOFOLLOW: a symlink put in place of that directory fails (ELOOP or
 // ENOTDIR) instead of removing a name in its target. -1 and errno on

@@ -80,6 +80,47 @@ const std::vector<KeySpec> &config_schema()
 	    {"SysfsRoot", KeyType::Path, "/", nullptr, 0, 0,
 	     "root under which the real backend reads sys/class/infiniband and sys/bus/pci "
 	     "(fabric and gpu_depth checks)"},
+	    {"HostRoot", KeyType::Path, "/", nullptr, 0, 0,
+	     "root under which the host check reads proc/self/mountinfo, proc/cmdline, proc/sys "
+	     "and finds the AdmissionMounts paths (%n expands to the node name; tests only)"},
+	    {"AdmissionMounts", KeyType::String, nullptr, nullptr, 0, 0,
+	     "filesystems the host check requires, PATH:TYPE[:MINFREEGIB],... (e.g. "
+	     "/ckpt:lustre:500,/data:nfs4): mounted, of TYPE, writable by AdmissionTestUser, at "
+	     "least MINFREEGIB GiB free; unset: none"},
+	    {"AdmissionCheckpointMount", KeyType::Path, nullptr, nullptr, 0, 0,
+	     "the checkpoint filesystem (one of AdmissionMounts) whose write and read bandwidth "
+	     "the host check measures against the baseline's host.ckpt_write_gbs/ckpt_read_gbs; "
+	     "unset: no bandwidth test"},
+	    {"AdmissionTestUser", KeyType::String, "nobody", nullptr, 0, 0,
+	     "the unprivileged user as whom the host check writes to each of AdmissionMounts "
+	     "(root never writes there)"},
+	    {"AdmissionIoBytes", KeyType::Int, "1073741824", nullptr, 0, 68719476736.0,
+	     "the most bytes the checkpoint bandwidth test writes (and reads back); its file is "
+	     "removed after"},
+	    {"AdmissionIoTimeout", KeyType::Duration, "60", nullptr, 1, 3600,
+	     "the longest the checkpoint write (and, again, the read) may take; a write cut "
+	     "short is judged on the bytes written"},
+	    {"AdmissionServices", KeyType::String, nullptr, nullptr, 0, 0,
+	     "systemd services that must be active (systemctl is-active), e.g. "
+	     "munge,nvidia-fabricmanager,nvidia-persistenced; unset: none"},
+	    {"AdmissionClockMaxOffset", KeyType::Double, nullptr, nullptr, 0, 3600,
+	     "the largest clock offset (seconds) chronyc -c tracking may report; chronyc missing "
+	     "is NOT_AVAILABLE (inconclusive); unset: the clock is not checked"},
+	    {"SystemctlCommand", KeyType::Path, "/bin/systemctl", nullptr, 0, 0,
+	     "systemctl, for AdmissionServices (%n expands to the node name)"},
+	    {"ChronycCommand", KeyType::Path, "/usr/bin/chronyc", nullptr, 0, 0,
+	     "chronyc, for AdmissionClockMaxOffset (%n expands to the node name)"},
+	    {"DcgmiCommand", KeyType::Path, "/usr/bin/dcgmi", nullptr, 0, 0,
+	     "DCGM's dcgmi, run as 'dcgmi diag -r DcgmDiagLevel -j' by the dcgm check (%n "
+	     "expands to the node name)"},
+	    {"DcgmDiagLevel", KeyType::Int, "1", nullptr, 0, 4,
+	     "the DCGM diagnostic level "
+	     "(1 quick, 2 medium, 3 long, 4 extended); 0: the dcgm check is off"},
+	    {"DcgmTimeout", KeyType::Duration, "900", nullptr, 10, 6 * 3600,
+	     "how long dcgmi diag may run before the dcgm check is inconclusive"},
+	    {"DcgmRequired", KeyType::Bool, "no", nullptr, 0, 0,
+	     "yes: a node without dcgmi or a DCGM host engine stays fenced (NOT_AVAILABLE, "
+	     "inconclusive); no: the dcgm check is skipped there (never a pass)"},
 	    {"PairLaunchCommand", KeyType::String,
 	     "srun --overlap --nodes=2 --ntasks=2 --ntasks-per-node=1 --nodelist=%n,%p", nullptr, 0,
 	     0, "command that starts one pair-rank on this node (%n) and one on the peer (%p)"},

@@ -1,11 +1,16 @@
 // onramp-admit's controller-side subcommands: "orchestrate" (admit_
 // orchestrate.cpp) and the small ones that onrampctl and its helpers run
 // instead of parsing scontrol/sinfo text: "nodes" (JSON), "node drain|
-// resume|reserve|unreserve", "triggers" (JSON) and "slurm-user". See onramp-admit(8).
+// resume|reserve|unreserve", "triggers" (JSON), "slurm-user" and "state-dir".
+// See onramp-admit(8).
 #include <cstdio>
+#include <cstring>
+#include <pwd.h>
 #include <string>
+#include <unistd.h>
 
 #include "admit/orchestrate.hpp"
+#include "atomic_file.hpp"
 #include "config.hpp"
 #include "json.hpp"
 #include "log.hpp"
@@ -112,6 +117,45 @@ int node_main(int argc, char **argv)
 	return st.ok() ? 0 : 1;
 }
 
+// onramp-admit state-dir [--owner USER] DIR...: make onramp's shared
+// state directories (onramp-lib.sh's onramp_state_dir, as root) and give
+// them to USER (SlurmUser) without following a name another account put
+// there (make_owned_dir). Exit 1 naming the first directory refused.
+int state_dir_main(int argc, char **argv)
+{
+	int i = 1;
+	uid_t uid = geteuid();
+	gid_t gid = getegid();
+	if (argc > 2 && !strcmp(argv[1], "--owner")) {
+		struct passwd *pw = getpwnam(argv[2]);
+		if (!pw) {
+			log_error("state-dir: no account '%s'", argv[2]);
+			return 2;
+		}
+		uid = pw->pw_uid;
+		gid = pw->pw_gid;
+		i = 3;
+	}
+	if (i < argc && !strcmp(argv[i], "--"))
+		i++;
+	if (i >= argc) {
+		log_error("state-dir: give the directories");
+		return 2;
+	}
+	for (; i < argc; i++) {
+		Status st = make_owned_dir(argv[i], uid, gid);
+		if (!st.ok()) {
+			// The message names the directory already.
+			std::string why = st.message();
+			if (why.rfind(std::string(argv[i]) + ": ", 0) != 0)
+				why = std::string(argv[i]) + ": " + why;
+			fprintf(stderr, "onramp: refusing %s\n", why.c_str());
+			return 1;
+		}
+	}
+	return 0;
+}
+
 } // namespace
 
 int controller_main(int argc, char **argv)
@@ -138,6 +182,8 @@ int controller_main(int argc, char **argv)
 		printf("%s\n", a.dump().c_str());
 		return 0;
 	}
+	if (cmd == "state-dir")
+		return state_dir_main(argc - 1, argv + 1);
 	if (cmd == "slurm-user") {
 		printf("%s\n", slurm_user_name(slurm::default_client()).c_str());
 		return 0;

@@ -45,11 +45,12 @@ void usage(FILE *f)
 	    "       %s orchestrate [--timeout S] [--no-wait] [--json] --job-program PATH "
 	    "NODES\n"
 	    "       %s nodes [NODES] | node (drain|resume|reserve|unreserve) NODE | slurm-user\n"
+	    "       %s state-dir [--owner USER] DIR...\n"
 	    "       %s prune-verdicts [--conf FILE] [--node NAME]\n"
 	    "checks: "
-	    "inventory,versions,gpu_health,mem_bw,nccl_allreduce,fabric,topology,gpu_depth\n"
+	    "inventory,versions,gpu_health,mem_bw,nccl_allreduce,fabric,topology,gpu_depth,host,dcgm\n"
 	    "exit status: 0 pass, 1 fail, 2 could not judge\n",
-	    kProg, kProg, kProg, kProg, kProg, kProg);
+	    kProg, kProg, kProg, kProg, kProg, kProg, kProg);
 }
 
 std::string default_node()

@@ -7,6 +7,7 @@
 #include <ctime>
 
 #include "admit/checks.hpp"
+#include "admit/host.hpp"
 #include "admit/pair.hpp"
 #include "admit/record.hpp"
 #include "admit/runner.hpp"
@@ -28,6 +29,10 @@ Result<std::unique_ptr<AdmitInputs>> prepare_admission(const Config &cfg, const 
 	if (!b.ok())
 		return b.status();
 	in->baseline = std::move(b.value());
+	auto hs = host_spec(cfg, in->baseline.host_cmdline, in->baseline.host_sysctl,
+	                    in->baseline.ckpt_write_min_gbs, in->baseline.ckpt_read_min_gbs);
+	if (!hs.ok())
+		return hs.status();
 	auto be = make_backend(cfg, node);
 	if (!be.ok())
 		return be.status();
@@ -58,7 +63,7 @@ Result<std::vector<std::string>> parse_check_list(const std::string &list)
 			    "--checks: unknown check '" + name +
 			    "' (known: inventory, "
 			    "versions, gpu_health, mem_bw, nccl_allreduce, fabric, "
-			    "topology, gpu_depth)");
+			    "topology, gpu_depth, host, dcgm)");
 		if (std::find(out.begin(), out.end(), name) == out.end())
 			out.push_back(name);
 	}

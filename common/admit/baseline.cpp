@@ -4,8 +4,10 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <cstdlib>
 
+#include "admit/host.hpp"
 #include "admit/record.hpp"
 #include "admit/verdict.hpp"
 #include "atomic_file.hpp"
@@ -52,7 +54,14 @@ double Baseline::pair_threshold_gbs(const Config &cfg) const
 int64_t Baseline::timeout_s(const Config &cfg, const std::string &check) const
 {
 	auto it = timeouts.find(check);
-	return it != timeouts.end() ? it->second : cfg.seconds("CheckTimeout");
+	if (it != timeouts.end())
+		return it->second;
+	int64_t t = cfg.seconds("CheckTimeout");
+	if (check == "dcgm")
+		t = std::max<int64_t>(t, cfg.seconds("DcgmTimeout") + 60);
+	if (check == "host")
+		t = std::max<int64_t>(t, 2 * cfg.seconds("AdmissionIoTimeout") + 60);
+	return t;
 }
 
 bool Baseline::is_critical_xid(int xid) const
@@ -290,7 +299,7 @@ Result<Baseline> parse_baseline(const std::string &text, const std::string &orig
 	r.only_keys(j, "",
 	            {"sku", "description", "gpu_count", "gpu_model", "versions", "firmware", "peak",
 	             "thresholds", "nccl", "mem_bw", "critical_xids", "fabric", "affinity",
-	             "timeouts", "nvlink", "gpu_depth"});
+	             "timeouts", "nvlink", "gpu_depth", "host"});
 	r.str_or(j, "", "description", "");
 	b.sku = r.str(j, "", "sku");
 	if (!json_object_get(j, "gpu_count"))
@@ -412,6 +421,36 @@ Result<Baseline> parse_baseline(const std::string &text, const std::string &orig
 	}
 	if (const json_t *g = r.obj(j, "", "gpu_depth", false))
 		parse_gpu_depth(r, g, &b.gpu_depth);
+	if (const json_t *h = r.obj(j, "", "host", false)) {
+		r.only_keys(h, "host", {"cmdline", "sysctl", "ckpt_write_gbs", "ckpt_read_gbs"});
+		if (const json_t *c = r.arr(h, "host", "cmdline", false)) {
+			size_t i;
+			const json_t *e;
+			json_array_foreach(c, i, e)
+			{
+				if (!json_is_string(e) || !*json_string_value(e) ||
+				    strpbrk(json_string_value(e), " \t\n")) {
+					r.error(JsonReader::index("host.cmdline", i),
+					        "expected one command line token (no blanks)");
+					break;
+				}
+				b.host_cmdline.push_back(json_string_value(e));
+			}
+		}
+		string_map(r, r.obj(h, "host", "sysctl", false), "host.sysctl", &b.host_sysctl);
+		for (const auto &kv : b.host_sysctl) {
+			auto p = sysctl_path(kv.first);
+			if (!p.ok()) {
+				r.error(JsonReader::join("host.sysctl", kv.first.c_str()),
+				        p.status().message());
+				break;
+			}
+		}
+		if (json_object_get(h, "ckpt_write_gbs"))
+			b.ckpt_write_min_gbs = positive(r, h, "host", "ckpt_write_gbs", true, 0);
+		if (json_object_get(h, "ckpt_read_gbs"))
+			b.ckpt_read_min_gbs = positive(r, h, "host", "ckpt_read_gbs", true, 0);
+	}
 
 	if (const json_t *a = r.obj(j, "", "affinity", false)) {
 		const char *k;

@@ -111,11 +111,19 @@ struct Baseline {
 
 	std::map<std::string, int64_t> timeouts; // check -> seconds
 
+	// The host check's pins (section "host"): kernel command line tokens
+	// that must be present, sysctl key -> value, the checkpoint
+	// filesystem's write/read bandwidth floors (GB/s; 0: not judged).
+	std::vector<std::string> host_cmdline;
+	std::map<std::string, std::string> host_sysctl;
+	double ckpt_write_min_gbs = 0, ckpt_read_min_gbs = 0;
+
 	// Effective thresholds: the file's override, else onramp.conf's.
 	double nccl_threshold_gbs(const Config &cfg) const;
 	double mem_bw_threshold_gbs(const Config &cfg) const;
 	double pair_threshold_gbs(const Config &cfg) const;
-	// Per-check timeout: timeouts[check], else CheckTimeout.
+	// Per-check timeout: timeouts[check], else CheckTimeout (for dcgm at
+	// least DcgmTimeout + 60 s, for host at least 2 AdmissionIoTimeout + 60 s).
 	int64_t timeout_s(const Config &cfg, const std::string &check) const;
 	bool is_critical_xid(int xid) const;
 };

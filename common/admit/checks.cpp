@@ -5,6 +5,8 @@
 #include <map>
 
 #include "admit/bandwidth.hpp"
+#include "admit/dcgm.hpp"
+#include "admit/host.hpp"
 #include "admit/fabric.hpp"
 #include "admit/record.hpp"
 #include "log.hpp"
@@ -127,6 +129,15 @@ CheckResult run_inner(const std::string &name, CheckContext &ctx)
 			return error_result(name, v.status());
 		return evaluate_versions(v.value(), b);
 	}
+	if (name == kHost) {
+		auto spec = host_spec(cfg, b.host_cmdline, b.host_sysctl, b.ckpt_write_min_gbs,
+		                      b.ckpt_read_min_gbs);
+		if (!spec.ok())
+			return error_result(name, spec.status());
+		return evaluate_host(observe_host(spec.value(), cfg, ctx.node), spec.value());
+	}
+	if (name == kDcgm)
+		return evaluate_dcgm(observe_dcgm(cfg, ctx.node), cfg.boolean("DcgmRequired"));
 	if (name == kFabric) {
 		auto f = be.fabric(b.fabric_flap_interval_s);
 		if (!f.ok())

@@ -1,4 +1,5 @@
-// The admission checks. Each has a pure evaluate_* function that
+// The admission checks (verdict.hpp local_checks(); the host and dcgm
+// checks are in host.hpp and dcgm.hpp). Each has a pure evaluate_* function that
 // judges backend observations against the baseline (unit-tested directly)
 // and run_check() that observes through a backend and evaluates; the
 // runner calls run_check() inside the check's child process.

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "admit/dcgm.hpp"
+#include "admit/host.hpp"
 #include "log.hpp"
 
 namespace onramp {
@@ -61,7 +63,8 @@ const std::vector<std::string> &local_checks()
 {
 	static const std::vector<std::string> v = {kInventory, kVersions,      kGpuHealth,
 	                                           kMemBw,     kNcclAllreduce, kFabric,
-	                                           kTopology,  kGpuDepth};
+	                                           kTopology,  kGpuDepth,      kHost,
+	                                           kDcgm};
 	return v;
 }
 

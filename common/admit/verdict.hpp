@@ -28,7 +28,8 @@ extern const char *const kGpuDepth;
 
 // The node-local checks (every check but nccl_pair), in run order.
 const std::vector<std::string> &local_checks();
-// True for any of the check names.
+// True for any check name (local_checks() and nccl_pair). The host and
+// dcgm checks' names and codes are in admit/host.hpp and admit/dcgm.hpp.
 bool is_check_name(const std::string &name);
 
 // Failure codes (the <CODE> of "onramp:<CODE>: <detail>").

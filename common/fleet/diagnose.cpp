@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <fcntl.h>
 #include <cmath>
 #include <ctime>
 #include <unistd.h>
@@ -35,21 +36,37 @@ Result<std::vector<PairSample>> read_probe_results(const Policy &p)
 
 Status record_probe_results(const Policy &p, const std::vector<PairSample> &samples)
 {
-	auto old = read_probe_results(p);
-	if (!old.ok())
-		return old.status();
-	std::vector<PairSample> all = std::move(old.value());
+	// FleetDir/probe, opened once without following a symlink another
+	// account put there (open_dir_trusted), read and written through that
+	// descriptor.
+	auto dir = open_dir_trusted(p.dir);
+	if (!dir.ok())
+		return dir.status();
+	auto sub = open_subdir_nofollow(dir.value(), "probe", p.dir + "/probe");
+	close(dir.value());
+	if (!sub.ok())
+		return sub.status();
+	int dfd = sub.value();
+	std::string path = probe_results_path(p);
+	std::vector<PairSample> all;
+	if (faccessat(dfd, "results.json", F_OK, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT) {
+		auto text = read_file_at(dfd, "results.json", path);
+		auto j = text.ok() ? json_parse(text.value(), path) : Result<Json>(text.status());
+		auto old = j.ok() ? pairs_from_json(j->get(), path, "")
+		                  : Result<std::vector<PairSample>>(j.status());
+		if (!old.ok()) {
+			close(dfd);
+			return old.status();
+		}
+		all = std::move(old.value());
+	}
 	all.insert(all.end(), samples.begin(), samples.end());
 	if (all.size() > kProbeMax)
 		all.erase(all.begin(), all.begin() + static_cast<long>(all.size() - kProbeMax));
-	Status st = refuse_foreign_symlink(p.dir);
-	if (st.ok())
-		st = refuse_foreign_symlink(p.dir + "/probe");
-	if (st.ok())
-		st = make_dirs(p.dir + "/probe");
-	if (!st.ok())
-		return st;
-	return write_file_atomic(probe_results_path(p), pairs_to_json(all).dump() + "\n", 0644);
+	Status st =
+	    write_file_atomic_at(dfd, "results.json", path, pairs_to_json(all).dump() + "\n", 0644);
+	close(dfd);
+	return st;
 }
 
 std::vector<PairResult> gather_pairs(const Policy &p, long long now)

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cerrno>
+#include <fcntl.h>
 #include <cstring>
 #include <dirent.h>
 #include <unistd.h>
@@ -163,16 +164,13 @@ std::string history_path(const Policy &p, const std::string &node)
 	return p.dir + "/" + node + ".json";
 }
 
-Result<std::vector<Entry>> read_history(const std::string &path)
+namespace {
+
+// A node's history from text read from path (named in errors).
+Result<std::vector<Entry>> parse_history(const std::string &text, const std::string &path)
 {
 	std::vector<Entry> out;
-	auto text = read_file(path, 4u << 20);
-	if (!text.ok()) {
-		if (access(path.c_str(), F_OK) != 0 && errno == ENOENT)
-			return out;
-		return text.status();
-	}
-	auto j = json_parse(text.value(), path);
+	auto j = json_parse(text, path);
 	if (!j.ok())
 		return j.status();
 	if (!json_is_array(j->get()))
@@ -189,12 +187,36 @@ Result<std::vector<Entry>> read_history(const std::string &path)
 	return out;
 }
 
+} // namespace
+
+Result<std::vector<Entry>> read_history(const std::string &path)
+{
+	auto text = read_file(path, 4u << 20);
+	if (!text.ok()) {
+		if (access(path.c_str(), F_OK) != 0 && errno == ENOENT)
+			return std::vector<Entry>();
+		return text.status();
+	}
+	return parse_history(text.value(), path);
+}
+
 Status append_history(const Policy &p, const Entry &e)
 {
 	if (e.node.empty() || e.node.find('/') != std::string::npos || e.node[0] == '.')
 		return Status::Error("fleet history: bad node name '" + e.node + "'");
-	std::string path = history_path(p, e.node);
-	auto h = read_history(path);
+	// <StateDir>/fleet sits in a directory SlurmUser may own: everything
+	// happens in the directory opened once (open_dir_trusted), so a symlink
+	// put there, before or after a check, is never read or written through.
+	auto dir = open_dir_trusted(p.dir);
+	if (!dir.ok())
+		return dir.status();
+	int dfd = dir.value();
+	std::string name = e.node + ".json", path = history_path(p, e.node);
+	Result<std::vector<Entry>> h = std::vector<Entry>();
+	if (faccessat(dfd, name.c_str(), F_OK, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT) {
+		auto text = read_file_at(dfd, name, path, 4u << 20);
+		h = text.ok() ? parse_history(text.value(), path) : text.status();
+	}
 	std::vector<Entry> entries;
 	if (h.ok())
 		entries = std::move(h.value());
@@ -207,14 +229,9 @@ Status append_history(const Policy &p, const Entry &e)
 	Json a = Json::array();
 	for (const auto &x : entries)
 		a.push(x.to_json());
-	// <StateDir>/fleet sits in a directory SlurmUser may own: a symlink it
-	// put there instead is not written through.
-	Status st = refuse_foreign_symlink(p.dir);
-	if (st.ok())
-		st = make_dirs(p.dir);
-	if (!st.ok())
-		return st;
-	return write_file_atomic(path, a.dump(true) + "\n", 0644);
+	Status st = write_file_atomic_at(dfd, name, path, a.dump(true) + "\n", 0644);
+	close(dfd);
+	return st;
 }
 
 Entry entry_of(const admit::Verdict &v)

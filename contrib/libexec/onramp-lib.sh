@@ -79,55 +79,25 @@ onramp_as_slurm_user() {
 # onramp_state_dir DIR...: create onramp's shared state directories so that
 # root and SlurmUser (the triggers, admission jobs) can both write them: run
 # as root, they belong to SlurmUser. SlurmUser owns StateDir and
-# NodeStateDir in an unprivileged setup, so it could put a symlink where a
-# DIR goes and root, following it, would give the target away (chown) or
-# write into it: a DIR that is a symlink or not a directory is refused,
-# naming it, a missing one is created, and chown -h never follows a symlink
-# swapped in after the check.
+# NodeStateDir in an unprivileged setup, so it could put a symlink (or, with
+# fs.protected_hardlinks=0, a hard link to a root-owned file) where a DIR
+# goes, and root would give the target away: root's work is done by
+# onramp-admit state-dir, which refuses a symlink or a non-directory, naming
+# it, and changes the owner through the descriptor of the directory it
+# opened without following a link, never by name.
 onramp_state_dir() {
-	local su d
+	local d
+	if [ "$(id -u)" -eq 0 ]; then
+		onramp_admit state-dir --owner "$(onramp_slurm_user)" -- "$@"
+		return
+	fi
 	for d in "$@"; do
 		if [ -L "$d" ] || { [ -e "$d" ] && [ ! -d "$d" ]; }; then
 			echo "onramp: refusing $d: a symlink or not a directory" >&2
 			return 1
 		fi
 		[ -d "$d" ] || mkdir -p -- "$d" || return 1
-		if [ -L "$d" ]; then
-			echo "onramp: refusing $d: a symlink" >&2
-			return 1
-		fi
 	done
-	[ "$(id -u)" -eq 0 ] || return 0
-	su=$(onramp_slurm_user)
-	[ "$su" != root ] || return 0
-	for d in "$@"; do
-		chown -h -- "$su:" "$d" || return 1
-	done
-}
-
-# onramp_lock_open FILE: open FILE for flock on a read-only descriptor
-# (created if missing), so a lock file left by root serves SlurmUser and vice
-# versa; the descriptor is left in ONRAMP_LOCK_FD (not a subshell: it must
-# stay open in the caller). A symlink is refused and a missing file is
-# created exclusively (noclobber: O_EXCL, which follows no symlink), so
-# root never creates or opens a file through a link SlurmUser planted.
-onramp_lock_open() {
-	if [ -L "$1" ]; then
-		echo "onramp: refusing lock file $1: a symlink" >&2
-		return 1
-	fi
-	[ -e "$1" ] || (set -C && : 2>/dev/null >"$1") || [ -e "$1" ] || return 1
-	[ ! -L "$1" ] || return 1
-	# A FIFO would block the open below until someone writes to it (a
-	# directory or a device is no lock file either): a regular file only.
-	# What remains is a race (the name swapped between this test and the
-	# open), which only the account that owns the directory can run.
-	if [ ! -f "$1" ]; then
-		echo "onramp: refusing lock file $1: not a regular file" >&2
-		return 1
-	fi
-	# shellcheck disable=SC2034 # read by the caller
-	exec {ONRAMP_LOCK_FD}<"$1"
 }
 
 # The sbatch options of admission and pair-test jobs, one per line:

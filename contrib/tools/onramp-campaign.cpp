@@ -41,6 +41,7 @@ enum { kOk = 0, kError = 1, kRefused = 2, kBelowRate = 3 };
 
 struct Args {
 	std::string cmd, conf, db, id, nodes, onrampctl, admit, smoke_job;
+	std::string lock; // --lock: the campaign's lock file (onrampctl expand)
 	ReportInputs report;
 	double fraction = -1, min_pass = -1, poll = 1;
 	int64_t boot_timeout = -1, admit_timeout = 1800, kick_after = 60;
@@ -222,7 +223,7 @@ int main(int argc, char **argv)
 	opts.value("conf", &a.conf).value("db", &a.db).value("topology", &a.report.topology);
 	opts.value("id", &a.id).value("nodes", &a.nodes).value("exporter", &a.report.exporter);
 	opts.value("onrampctl", &a.onrampctl).value("admit", &a.admit);
-	opts.value("smoke-job", &a.smoke_job);
+	opts.value("smoke-job", &a.smoke_job).value("lock", &a.lock);
 	opts.value("prefer-journal", [&a](const std::string &v) {
 		auto p = db::parse_prefer(v);
 		if (p.ok())
@@ -269,6 +270,18 @@ int main(int argc, char **argv)
 		return usage(stderr);
 	if (a.id.empty() && a.cmd != "status" && a.cmd != "report")
 		return refuse(a.cmd + ": --id is required");
+	// One campaign, one driver: onrampctl expand's lock, in
+	// StateDir/locks (SlurmUser's in an unprivileged setup), taken here
+	// without following a symlink or blocking on a FIFO planted there, on
+	// a descriptor no admission started by this run inherits.
+	std::unique_ptr<FileLock> lock;
+	if (!a.lock.empty()) {
+		lock = std::make_unique<FileLock>(a.lock, false);
+		if (!lock->refused().empty())
+			return fail(Status::Error("cannot open the lock file: " + lock->refused()));
+		if (!lock->held())
+			return refuse("campaign " + a.id + " is being run by another onrampctl expand");
+	}
 	auto cfg = Config::load(a.conf);
 	if (!cfg.ok())
 		return fail(cfg.status());

@@ -99,7 +99,8 @@ teardown() {
 # ---------------------------------------------------------------- views
 
 # ack_view: job_submit/onramp's acknowledgement of what it loaded (in
-# StateSaveLocation, written by the plugin of either controller): its status
+# StateSaveLocation, written by the plugin of the controller in control):
+# its status
 # line, and whether it names every file it read as that file is now.
 ack_view() {
 	local ack line path want
@@ -303,6 +304,28 @@ kill_flow() {
 }
 
 # ---------------------------------------------------------------- tests
+
+@test "job_submit: a backup standing by never acknowledges a load in the shared StateSaveLocation; the controller in control does" {
+	local ack p1
+	ack=$(scontrol show config | sed -n 's/^StateSaveLocation *= *//p')/onramp_job_submit.loaded
+	p1=$("$ONRAMP_CLUSTER_TOOL" status | awk '/onramp-ctl1/ {print $3}')
+	[[ -n $p1 ]]
+	# The primary paused for 3 s (less than SlurmctldTimeout: the backup
+	# stays a standby), onramp.conf changed: both plugins reload it
+	# within a second, and before the fix the backup wrote the
+	# acknowledgement while the primary still ran the old file.
+	kill -STOP "$p1"
+	rm -f "$ack"
+	echo "# $BATS_TEST_NAME" >>"$ETC/onramp.conf"
+	sleep 3
+	local seen=no
+	[[ ! -e $ack ]] || seen=yes
+	kill -CONT "$p1"
+	echo "acknowledged while the primary was paused: $seen"
+	[[ $seen == no ]]
+	# The primary, running again, acknowledges the new file.
+	wait_for 30 "the primary to acknowledge onramp.conf" ack_current
+}
 
 @test "admission: onrampctl admit across a failover (SIGKILL) with the node reserved and its job running ends admitted, idle, unreserved" {
 	local node=node3 before after others job rc pid

@@ -49,47 +49,106 @@ stamp() {
 	[ "$(stat -c %U "$T/state/admit")" = nobody ]
 }
 
-@test "onramp_lock_open refuses a FIFO or a directory as the lock file instead of blocking on it" {
+@test "onramp_state_dir gives SlurmUser the directory it checked, never a hard link swapped in after the check" {
+	# With fs.protected_hardlinks=0 SlurmUser can hard-link a root-owned
+	# file into its directory; here root plays that part, swapping the
+	# name between a directory and such a link while root's flows prepare
+	# it. chown -h by name, after the check, gave the file away.
+	local i
+	ln "$T/victim" "$T/victim.link"
+	(
+		set +e
+		while :; do
+			rm -rf "$T/state/locks"
+			mkdir "$T/state/locks" 2>/dev/null
+			rm -rf "$T/state/locks"
+			ln -T "$T/victim.link" "$T/state/locks" 2>/dev/null
+			rm -f "$T/state/locks" 2>/dev/null
+		done
+	) &
+	local swapper=$!
+	for i in $(seq 1 200); do
+		bash -c '. "$1"; onramp_state_dir "$2/locks"' _ "$LIB" "$T/state" 2>/dev/null || true
+	done
+	kill "$swapper"
+	wait "$swapper" || true
+	stat -c '%U:%G %n' "$T/victim"
+	[ "$(stat -c %U:%G "$T/victim")" = root:root ]
+}
+
+CAMPAIGN=$ONRAMP_REPO/contrib/tools/onramp-campaign
+
+# lock_once FILE: onramp-campaign taking the expand lock FILE (then failing
+# on a missing onramp.conf: exit 1 without "lock"), bounded.
+lock_once() {
+	run timeout 20 "$CAMPAIGN" --conf /nonexistent --lock "$1" --id c1 plan
+	echo "$output"
+	[ "$status" -ne 124 ]
+}
+
+@test "the expand lock: a FIFO, a directory or a symlink at its name is refused, never waited on or followed" {
 	# Seen live: a FIFO SlurmUser put at StateDir/locks/expand.ID.lock
 	# held root's onrampctl expand in open(2) until killed. The guard
 	# (timeout) turns a hang into a failure, it measures nothing.
+	local before l
+	before=$(stamp "$T/victim")
 	mkfifo "$T/state/f.lock"
 	mkdir "$T/state/d.lock"
-	for l in f d; do
-		run timeout 20 bash -c '. "$1"; onramp_lock_open "$2" && echo "opened $ONRAMP_LOCK_FD"' _ "$LIB" "$T/state/$l.lock"
-		echo "$output"
-		[ "$status" -ne 124 ]
-		[ "$status" -ne 0 ]
-		[[ $output == *"refusing lock file"* ]]
-	done
-}
-
-@test "onramp_lock_open refuses a symlinked lock file, to a file or to nowhere" {
-	local before
-	before=$(stamp "$T/victim")
 	ln -s "$T/victim" "$T/state/a.lock"
 	ln -s "$T/created-by-root" "$T/state/b.lock"
-	for l in a b; do
-		run bash -c '. "$1"; onramp_lock_open "$2" && echo "opened $ONRAMP_LOCK_FD"' _ "$LIB" "$T/state/$l.lock"
-		echo "$output"
-		[ "$status" -ne 0 ]
-		[[ $output == *"refusing lock file"* ]]
+	for l in f d a b; do
+		lock_once "$T/state/$l.lock"
+		[ "$status" -eq 1 ]
+		[[ $output == *"cannot open the lock file: $T/state/$l.lock"* ]]
 	done
 	[ ! -e "$T/created-by-root" ]
 	[ "$(stamp "$T/victim")" = "$before" ]
-	# A plain missing lock file is created and opened.
-	run bash -c '. "$1"; onramp_lock_open "$2" && echo "opened $ONRAMP_LOCK_FD"' _ "$LIB" "$T/state/c.lock"
-	[ "$status" -eq 0 ]
-	[[ $output == opened* ]]
+	# A missing lock file is created, a held one refused (exit 2).
+	lock_once "$T/state/c.lock"
+	[ "$status" -eq 1 ] && [[ $output != *lock* ]]
 	[ -f "$T/state/c.lock" ] && [ ! -L "$T/state/c.lock" ]
+	flock "$T/state/c.lock" sleep 30 &
+	local holder=$!
+	sleep 0.5
+	lock_once "$T/state/c.lock"
+	kill "$holder"
+	[ "$status" -eq 2 ]
+	[[ $output == *"campaign c1 is being run by another onrampctl expand"* ]]
+}
+
+@test "the expand lock: a FIFO swapped in after a check never holds root in open(2)" {
+	# onramp_lock_open (bash) checked for a regular file, then opened the
+	# name: a FIFO swapped in between held root until killed (seen in
+	# about three tries in 100 beside this loop, 5 s each).
+	local i
+	(
+		set +e
+		while :; do
+			rm -f "$T/state/r.lock"
+			: >"$T/state/r.lock"
+			rm -f "$T/state/r.lock"
+			mkfifo "$T/state/r.lock" 2>/dev/null
+		done
+	) &
+	local swapper=$!
+	for i in $(seq 1 100); do
+		run timeout 10 "$CAMPAIGN" --conf /nonexistent --lock "$T/state/r.lock" --id c1 plan
+		[ "$status" -ne 124 ] || break
+	done
+	kill "$swapper"
+	wait "$swapper" || true
+	echo "try $i: $status $output"
+	[ "$status" -ne 124 ]
 }
 
 # stand_in_admit BIN VERDICT [CONF]: an onramp-admit in BIN that prints
 # VERDICT (into its --output, else on stdout) and "onramp:OK" into its
-# --reason-file; with CONF, its prune-verdicts is the real one on CONF.
+# --reason-file; its state-dir is the real one, and with CONF, so is its
+# prune-verdicts (on CONF).
 stand_in_admit() {
 	{
 		echo '#!/bin/bash'
+		printf '[ "$1" != state-dir ] || exec %q "$@"\n' "$ONRAMP_REPO/node_features/onramp-admit"
 		[ -z "${3:-}" ] || printf '[ "$1" != prune-verdicts ] || exec %q "$@" --conf %q\n' \
 			"$ONRAMP_REPO/node_features/onramp-admit" "$3"
 		cat <<'EOS'

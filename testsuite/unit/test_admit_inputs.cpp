@@ -164,6 +164,15 @@ static void prepare_reports_bad_input(void **)
 	put(fx.baselines + "/SIM-8GPU.json", "{\"sku\": \"SIM-8GPU\"}");
 	r = prepare_admission(fx.config(), "n1");
 	assert_contains(r.status().message(), "SIM-8GPU.json: field 'gpu_count': missing");
+	// A malformed AdmissionMounts: refused before any check runs.
+	put(fx.baselines + "/SIM-8GPU.json", slurp(src_path("etc/baselines/SIM-8GPU.json")));
+	std::string conf = slurp(fx.conf);
+	put(fx.conf, conf + "AdmissionMounts=/ckpt\n");
+	r = prepare_admission(fx.config(), "n1");
+	assert_false(r.ok());
+	assert_contains(r.status().message(), "AdmissionMounts (");
+	assert_contains(r.status().message(), "'/ckpt' is not PATH:TYPE");
+	put(fx.conf, conf);
 	// No boot id.
 	AdmitFixture fx2;
 	fx2.profile("n1", "healthy");
@@ -231,6 +240,18 @@ static void every_config_key_is_documented(void **)
 	                         "PORT_FLAPPING",
 	                         "PORT_MISSING",
 	                         "AFFINITY_MISMATCH",
+	                         "MOUNT_MISSING",
+	                         "MOUNT_TYPE",
+	                         "MOUNT_NOT_WRITABLE",
+	                         "MOUNT_FULL",
+	                         "CKPT_BW_LOW",
+	                         "SERVICE_INACTIVE",
+	                         "CLOCK_UNSYNC",
+	                         "CLOCK_OFFSET",
+	                         "KERNEL_CMDLINE",
+	                         "SYSCTL_MISMATCH",
+	                         "NOT_AVAILABLE",
+	                         "DCGM_SM_STRESS",
 	                         "CHECK_TIMEOUT",
 	                         "CHECK_ERROR",
 	                         "BAD_INPUT"})

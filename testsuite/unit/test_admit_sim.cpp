@@ -67,7 +67,7 @@ static void every_profile_gives_its_code(void **)
 			            v.code().c_str(), v.detail().c_str());
 		assert_string_equal(v.status().c_str(), tc.status);
 		assert_string_equal(v.code().c_str(), tc.code);
-		assert_int_equal(v.checks.size(), 8);
+		assert_int_equal(v.checks.size(), 10);
 		assert_true(v.simulated);
 		assert_string_equal(v.backend.c_str(), "sim");
 		assert_string_equal(v.boot_id.c_str(), (std::string("boot-") + tc.profile).c_str());

@@ -4,10 +4,14 @@
 // only the floor applies and the detail says so; a node's history is kept.
 #include "unit.hpp"
 
+#include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <ctime>
+#include <fcntl.h>
 #include <pwd.h>
 #include <sys/stat.h>
+#include <thread>
 #include <unistd.h>
 
 #include "admit/record.hpp"
@@ -174,6 +178,38 @@ static void a_symlink_someone_else_put_in_place_of_the_fleet_dir_is_refused(void
 	assert_int_equal(list_dir(t + "/victim").size(), 1);
 }
 
+// The same symlink swapped in and out (renameat2 RENAME_EXCHANGE, no gap)
+// while root appends: checked by name and then written by path, root wrote
+// a history into the victim now and then; in the directory opened once,
+// never.
+static void a_symlink_swapped_in_after_the_check_gets_no_history(void **)
+{
+	if (geteuid() != 0)
+		skip();
+	std::string t = unit_tmpdir();
+	assert_int_equal(mkdir((t + "/victim").c_str(), 0700), 0);
+	Policy p = policy(1);
+	p.dir = t + "/fleet";
+	std::string link = t + "/fleet.link";
+	assert_int_equal(mkdir(p.dir.c_str(), 0755), 0);
+	assert_int_equal(symlink((t + "/victim").c_str(), link.c_str()), 0);
+	struct passwd *nobody = getpwnam("nobody");
+	assert_non_null(nobody);
+	assert_int_equal(lchown(link.c_str(), nobody->pw_uid, nobody->pw_gid), 0);
+	std::atomic<bool> stop{false};
+	std::thread swapper([&] {
+		while (!stop)
+			renameat2(AT_FDCWD, p.dir.c_str(), AT_FDCWD, link.c_str(), RENAME_EXCHANGE);
+	});
+	int ok = 0;
+	for (int i = 0; i < 300; i++)
+		ok += append_history(p, entry_of(passing_verdict("x1", 100))).ok();
+	stop = true;
+	swapper.join();
+	assert_true(list_dir(t + "/victim").empty());
+	assert_true(ok > 0); // the real directory was written to in between
+}
+
 static void old_admissions_and_excluded_nodes_leave_the_reference(void **)
 {
 	Policy p = policy(1);
@@ -215,6 +251,7 @@ int main()
 	    cmocka_unit_test(the_node_itself_and_other_skus_are_not_its_reference),
 	    cmocka_unit_test(a_nodes_history_is_kept_and_bounded),
 	    cmocka_unit_test(a_symlink_someone_else_put_in_place_of_the_fleet_dir_is_refused),
+	    cmocka_unit_test(a_symlink_swapped_in_after_the_check_gets_no_history),
 	    cmocka_unit_test(old_admissions_and_excluded_nodes_leave_the_reference),
 	    cmocka_unit_test(a_bad_history_file_is_an_error_naming_it),
 	};

@@ -60,6 +60,25 @@ static watcher_t *watcher = NULL;
  * would need it to give up (fini() runs under that lock). A word-sized
  * relaxed load: a stale value only delays a reload by a second.
  */
+/*
+ * slurmctld's (controller.c, 22.05 to 26.05): when this daemon took control,
+ * 0 while it is a backup standing by. Weak: a slurmctld without it leaves
+ * its address NULL, and every load is acknowledged as before.
+ */
+extern time_t control_time __attribute__((weak));
+
+/*
+ * Is this slurmctld the one in control? With a backup controller both load
+ * this plugin and share StateSaveLocation, where the acknowledgement lives:
+ * only the controller in control may say what is in force (a standby that
+ * loaded a new plan first would tell onrampctl it is, while the controller
+ * scheduling jobs still runs the old one).
+ */
+static bool _in_control(void)
+{
+	return !&control_time || __atomic_load_n(&control_time, __ATOMIC_RELAXED) != 0;
+}
+
 static time_t _conf_update_time(void)
 {
 	return __atomic_load_n(&slurm_conf.last_update, __ATOMIC_RELAXED);
@@ -101,7 +120,8 @@ static bool _unsettled(int64_t change_ns, int64_t t_ns)
  * are read, and a look within a second of the last change is followed by
  * one more reload (_unsettled). Each (re)load is acknowledged in a file with
  * the stamps of the files it read, so that onrampctl knows when a plan it
- * wrote is in force. Takes no Slurm lock: it only swaps libonramp's state,
+ * wrote is in force: by the controller in control only (_in_control), and
+ * by a backup once it takes over. Takes no Slurm lock: it only swaps libonramp's state,
  * under libonramp's own mutex.
  */
 static void *_watch(void *arg)
@@ -110,7 +130,7 @@ static void *_watch(void *arg)
 	char stamp[4096], seen_files[8192], now_files[8192];
 	int64_t t_ns = _wall_ns(), newest;
 	time_t seen = _conf_update_time();
-	bool recheck;
+	bool recheck, in_control, was_in_control;
 
 	/* What init() loaded may be older than what this first look sees:
 	 * a change during or just before the load gets one more reload. */
@@ -118,7 +138,8 @@ static void *_watch(void *arg)
 	recheck =
 	    _unsettled((int64_t)seen * NSEC_PER_SEC, t_ns) || _unsettled(newest, w->loaded_ns);
 	onramp_ctx_stamp(w->ctx, stamp, sizeof(stamp));
-	if (w->ack[0])
+	in_control = _in_control();
+	if (w->ack[0] && in_control)
 		(void)onramp_ctx_ack(w->ctx, w->ack, stamp);
 	slurm_mutex_lock(&w->mu);
 	while (!w->stop) {
@@ -135,13 +156,19 @@ static void *_watch(void *arg)
 		t_ns = _wall_ns();
 		now = _conf_update_time();
 		newest = onramp_ctx_change_stamp(w->ctx, now_files, sizeof(now_files));
+		was_in_control = in_control;
+		in_control = _in_control();
 		if (recheck || (now != seen) || strcmp(now_files, seen_files)) {
 			seen = now;
 			strlcpy(seen_files, now_files, sizeof(seen_files));
 			onramp_ctx_stamp(w->ctx, stamp, sizeof(stamp));
 			(void)onramp_ctx_reload(w->ctx);
-			if (w->ack[0])
+			if (w->ack[0] && in_control)
 				(void)onramp_ctx_ack(w->ctx, w->ack, stamp);
+		} else if (w->ack[0] && in_control && !was_in_control) {
+			/* A backup taking over (or a primary at its start)
+			 * acknowledges what it has loaded. */
+			(void)onramp_ctx_ack(w->ctx, w->ack, stamp);
 		}
 		recheck = _unsettled((int64_t)now * NSEC_PER_SEC, t_ns) || _unsettled(newest, t_ns);
 		slurm_mutex_lock(&w->mu);
