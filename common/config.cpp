@@ -89,10 +89,14 @@ const std::vector<KeySpec> &config_schema()
 	     "GPU memory bandwidth must reach this fraction of the SKU peak"},
 	    {"XidWindow", KeyType::Duration, "7200", nullptr, 60, 30 * 86400,
 	     "how far back critical XIDs in the kernel log count"},
+	    {"GpuLoadSeconds", KeyType::Duration, "30", nullptr, 1, 3600,
+	     "how long gpu_depth loads every GPU while sampling clocks, throttle reasons, "
+	     "temperature and power (a baseline's gpu_depth.load_s overrides it)"},
 	    {"KernelLog", KeyType::Path, "/dev/kmsg", nullptr, 0, 0,
 	     "kernel log scanned for XIDs by the real backend (kmsg device or dmesg-format file)"},
 	    {"SysfsRoot", KeyType::Path, "/", nullptr, 0, 0,
-	     "root under which the real backend reads sys/class/infiniband (fabric check)"},
+	     "root under which the real backend reads sys/class/infiniband and sys/bus/pci "
+	     "(fabric and gpu_depth checks)"},
 	    {"HostRoot", KeyType::Path, "/", nullptr, 0, 0,
 	     "root under which the host check reads proc/self/mountinfo, proc/cmdline, proc/sys "
 	     "and finds the AdmissionMounts paths (%n expands to the node name; tests only)"},

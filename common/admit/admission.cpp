@@ -64,7 +64,7 @@ Result<std::vector<std::string>> parse_check_list(const std::string &list)
 			    "--checks: unknown check '" + name +
 			    "' (known: inventory, "
 			    "versions, gpu_health, mem_bw, nccl_allreduce, fabric, "
-			    "topology, host, dcgm)");
+			    "topology, gpu_depth, host, dcgm)");
 		if (std::find(out.begin(), out.end(), name) == out.end())
 			out.push_back(name);
 	}

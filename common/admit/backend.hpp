@@ -106,12 +106,75 @@ struct PortObs {
 	std::string link_layer;              // InfiniBand / Ethernet
 	bool has_link_downed = false;
 	int64_t link_downed = 0;
+	// Every readable file of counters/ (symbol_error, port_rcv_errors,
+	// link_downed, ...), by name.
+	std::map<std::string, uint64_t> counters;
+	int active_mtu = 0; // bytes (256..4096); 0: not known
 };
 
 struct FabricObs {
 	std::vector<PortObs> first, second; // two reads, interval_s apart
 	double interval_s = 0;
 	std::string source; // "sysfs:<root>" or "profile"
+	// The previous admission's record of the ports' counters (from this
+	// node's admission record): port "mlx5_0/1" -> counter -> value.
+	// Empty when there is none or it cannot be read.
+	std::map<std::string, std::map<std::string, uint64_t>> previous;
+	std::string previous_time; // when that admission ran
+};
+
+// A PCIe link as sysfs shows it (current_link_speed / current_link_width).
+struct PcieLinkObs {
+	bool measured = false;
+	double speed_gts = 0; // 2.5, 5, 8, 16, 32, 64
+	int gen = 0;          // 1..6 (0: a speed of no known generation)
+	int width = 0;        // lanes
+	std::string why;      // when !measured
+};
+
+// gpu_depth's observations: each GPU sampled while under load for load_s
+// seconds. A part that could not be read (an NVML entry point the driver
+// lacks, NOT_SUPPORTED, an unreadable sysfs file) is listed in unmeasured
+// as "<part>: <why>" and its has_* stays false; it is never taken as good.
+struct GpuDepthObs {
+	struct Gpu {
+		int index = 0;
+		std::string pci;
+		bool has_clock = false;
+		unsigned sm_clock_min_mhz = 0; // lowest SM clock seen under load
+		bool has_throttle = false;
+		uint64_t throttle_reasons = 0; // NVML clocks event reasons, OR of samples
+		bool has_temp = false;
+		unsigned temp_max_c = 0;
+		bool has_power = false;
+		double power_max_w = 0;
+		bool has_memory = false;
+		uint64_t memory_total_mib = 0;
+		bool has_persistence = false;
+		bool persistence = false;
+		bool has_processes = false;
+		std::vector<unsigned> foreign_pids; // compute processes not ours
+		bool has_ecc_corrected = false;
+		uint64_t ecc_corrected = 0; // volatile
+		bool has_remapped = false;
+		unsigned remapped_rows = 0; // correctable + uncorrectable
+		bool has_nvlink_errors = false;
+		// counter name (replay, recovery, crc_flit, crc_data) -> delta over
+		// the load, summed over the GPU's links
+		std::map<std::string, uint64_t> nvlink_error_delta;
+		PcieLinkObs pcie; // read under load (idle GPUs train down)
+		bool has_host_copy = false;
+		double h2d_gbs = 0, d2h_gbs = 0; // pinned host <-> device, GB/s
+		std::vector<std::string> unmeasured;
+	};
+	std::vector<Gpu> gpus;
+	struct Hca {
+		std::string dev; // mlx5_0
+		PcieLinkObs pcie;
+	};
+	std::vector<Hca> hcas;
+	double load_s = 0;
+	std::string load; // how the GPUs were loaded
 };
 
 struct TopologyObs {
@@ -153,6 +216,11 @@ public:
 	virtual Result<NcclRun> nccl_allreduce(uint64_t bytes, int warmup, int iterations,
 	                                       int best_of) = 0;
 	virtual Result<FabricObs> fabric(double interval_s) = 0;
+	// Clocks, throttle reasons, temperature and power sampled while every
+	// GPU is loaded for at least load_s seconds, and the static state
+	// (PCIe links of GPUs and HCAs, memory, persistence, processes,
+	// corrected ECC, remapped rows, NVLink error counter deltas).
+	virtual Result<GpuDepthObs> gpu_depth(double load_s) = 0;
 	virtual Result<TopologyObs> topology() = 0;
 	// 2-node all-reduce (one GPU each) between this node and peer. An
 	// error Status is our own bad input (a peer's sim profile); a run that

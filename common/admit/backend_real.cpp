@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <functional>
 #include <strings.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -76,6 +77,15 @@ public:
 		return out;
 	}
 
+	// open() and devices().
+	Result<std::vector<gpu::nvmlDevice>> open_devices()
+	{
+		Status st = open();
+		if (!st.ok())
+			return st;
+		return devices();
+	}
+
 	std::string text(gpu::nvmlReturn (*fn)(gpu::nvmlDevice, char *, unsigned),
 	                 gpu::nvmlDevice d) const
 	{
@@ -97,6 +107,54 @@ private:
 	bool inited_ = false;
 };
 
+double monotonic_s()
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// One NVML read of a part: success, or the part marked unmeasured (the
+// first reason kept) and false.
+bool nvml_ok(const gpu::Nvml &n, gpu::nvmlReturn r, const char *part, const char *fn,
+             GpuDepthObs::Gpu *g)
+{
+	if (r == gpu::kNvmlSuccess)
+		return true;
+	std::string pre = std::string(part) + ": ";
+	for (const auto &u : g->unmeasured)
+		if (u.compare(0, pre.size(), pre) == 0)
+			return false;
+	g->unmeasured.push_back(pre + fn + ": " + n.err(r));
+	return false;
+}
+
+// Sum of each NVLink error counter over the GPU's links; false (and the
+// part unmeasured) when a link that exists cannot be read.
+bool nvlink_error_sums(const gpu::Nvml &n, const gpu::NvmlDepth &x, gpu::nvmlDevice d,
+                       GpuDepthObs::Gpu *g, std::map<std::string, uint64_t> *out)
+{
+	static const std::pair<const char *, int> kinds[] = {
+	    {"replay", gpu::kNvmlNvlinkErrorDlReplay},
+	    {"recovery", gpu::kNvmlNvlinkErrorDlRecovery},
+	    {"crc_flit", gpu::kNvmlNvlinkErrorDlCrcFlit},
+	    {"crc_data", gpu::kNvmlNvlinkErrorDlCrcData}};
+	out->clear();
+	for (unsigned l = 0; l < gpu::kNvmlNvlinkMaxLinks; l++) {
+		int active = 0;
+		if (n.DeviceGetNvLinkState(d, l, &active) != gpu::kNvmlSuccess)
+			continue; // no such link
+		for (const auto &k : kinds) {
+			unsigned long long v = 0;
+			if (!nvml_ok(n, x.DeviceGetNvLinkErrorCounter(d, l, k.second, &v),
+			             "nvlink_errors", "nvmlDeviceGetNvLinkErrorCounter", g))
+				return false;
+			(*out)[k.first] += v;
+		}
+	}
+	return true;
+}
+
 std::string kernel_release()
 {
 	struct utsname u;
@@ -110,68 +168,77 @@ std::string slurm_version()
 	                 SLURM_VERSION_MICRO(SLURM_VERSION_NUMBER));
 }
 
-// IB devices libibverbs sees (empty when it sees none).
-std::vector<NicInfo> verbs_nics()
-{
-	std::vector<NicInfo> out;
-	int n = 0;
-	struct ibv_device **list = ibv_get_device_list(&n);
-	if (!list)
-		return out;
-	for (int i = 0; i < n; i++) {
-		NicInfo nic;
-		nic.name = ibv_get_device_name(list[i]);
-		if (struct ibv_context *ctx = ibv_open_device(list[i])) {
-			struct ibv_device_attr attr;
-			if (ibv_query_device(ctx, &attr) == 0)
-				nic.fw_ver = attr.fw_ver;
-			ibv_close_device(ctx);
-		}
-		out.push_back(nic);
-	}
-	ibv_free_device_list(list);
-	return out;
-}
-
-// Ports libibverbs reports, for devices sysfs showed no ports of.
-void add_verbs_ports(std::vector<PortObs> *ports)
+// fn(name, context) for each IB device libibverbs sees; context is null
+// when the device cannot be opened (closed again after fn).
+void each_verbs_device(const std::function<void(const std::string &, struct ibv_context *)> &fn)
 {
 	int n = 0;
 	struct ibv_device **list = ibv_get_device_list(&n);
 	if (!list)
 		return;
 	for (int i = 0; i < n; i++) {
-		std::string name = ibv_get_device_name(list[i]);
-		bool known = std::any_of(ports->begin(), ports->end(),
-		                         [&](const PortObs &p) { return p.dev == name; });
-		if (known)
-			continue;
 		struct ibv_context *ctx = ibv_open_device(list[i]);
-		if (!ctx)
-			continue;
-		struct ibv_device_attr attr;
-		if (ibv_query_device(ctx, &attr) == 0) {
-			for (int p = 1; p <= attr.phys_port_cnt; p++) {
-				struct ibv_port_attr pa;
-				if (ibv_query_port(ctx, static_cast<uint8_t>(p), &pa) != 0)
-					continue;
-				PortObs o;
-				o.dev = name;
-				o.port = p;
-				o.state =
-				    strprintf("%d: %s", pa.state,
-				              pa.state == IBV_PORT_ACTIVE ? "ACTIVE" : "DOWN");
-				o.phys_state = strprintf("%d: %s", pa.phys_state,
-				                         pa.phys_state == 5 ? "LinkUp" : "Down");
-				o.link_layer = pa.link_layer == IBV_LINK_LAYER_ETHERNET
-				                   ? "Ethernet"
-				                   : "InfiniBand";
-				ports->push_back(o);
-			}
-		}
-		ibv_close_device(ctx);
+		fn(ibv_get_device_name(list[i]), ctx);
+		if (ctx)
+			ibv_close_device(ctx);
 	}
 	ibv_free_device_list(list);
+}
+
+// IB devices libibverbs sees (empty when it sees none).
+std::vector<NicInfo> verbs_nics()
+{
+	std::vector<NicInfo> out;
+	each_verbs_device([&](const std::string &name, struct ibv_context *ctx) {
+		NicInfo nic;
+		nic.name = name;
+		struct ibv_device_attr attr;
+		if (ctx && ibv_query_device(ctx, &attr) == 0)
+			nic.fw_ver = attr.fw_ver;
+		out.push_back(nic);
+	});
+	return out;
+}
+
+// Ports libibverbs reports, for devices sysfs showed no ports of.
+void add_verbs_ports(std::vector<PortObs> *ports)
+{
+	each_verbs_device([&](const std::string &name, struct ibv_context *ctx) {
+		bool known = std::any_of(ports->begin(), ports->end(),
+		                         [&](const PortObs &p) { return p.dev == name; });
+		struct ibv_device_attr attr;
+		if (known || !ctx || ibv_query_device(ctx, &attr) != 0)
+			return;
+		for (int p = 1; p <= attr.phys_port_cnt; p++) {
+			struct ibv_port_attr pa;
+			if (ibv_query_port(ctx, static_cast<uint8_t>(p), &pa) != 0)
+				continue;
+			PortObs o;
+			o.dev = name;
+			o.port = p;
+			o.state = strprintf("%d: %s", pa.state,
+			                    pa.state == IBV_PORT_ACTIVE ? "ACTIVE" : "DOWN");
+			o.phys_state = strprintf("%d: %s", pa.phys_state,
+			                         pa.phys_state == 5 ? "LinkUp" : "Down");
+			o.link_layer =
+			    pa.link_layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet" : "InfiniBand";
+			ports->push_back(o);
+		}
+	});
+}
+
+// Each port's active MTU as libibverbs reports it (sysfs has none).
+void add_verbs_mtu(std::vector<PortObs> *ports)
+{
+	each_verbs_device([&](const std::string &name, struct ibv_context *ctx) {
+		for (auto &p : *ports) {
+			struct ibv_port_attr pa;
+			if (ctx && p.dev == name && p.port >= 1 && p.port <= 255 &&
+			    ibv_query_port(ctx, static_cast<uint8_t>(p.port), &pa) == 0 &&
+			    pa.active_mtu >= IBV_MTU_256 && pa.active_mtu <= IBV_MTU_4096)
+				p.active_mtu = 128 << pa.active_mtu;
+		}
+	});
 }
 
 class RealBackend : public Backend {
@@ -274,10 +341,7 @@ public:
 	Result<GpuHealthObs> gpu_health(double window) override
 	{
 		Nvml nvml;
-		Status st = nvml.open();
-		if (!st.ok())
-			return st;
-		auto devs = nvml.devices();
+		auto devs = nvml.open_devices();
 		if (!devs.ok())
 			return devs.status();
 		const gpu::Nvml &n = nvml.api();
@@ -371,11 +435,14 @@ public:
 		if (root == "/") {
 			add_verbs_ports(&f.first);
 			add_verbs_ports(&f.second);
+			add_verbs_mtu(&f.second);
 		}
 		return f;
 	}
 
 	Result<TopologyObs> topology() override;
+
+	Result<GpuDepthObs> gpu_depth(double load_s) override;
 
 	Result<PairObs> pair_busbw(const std::string &peer) override
 	{
@@ -485,6 +552,270 @@ Result<std::unique_ptr<Backend>> make_backend(const Config &cfg, const std::stri
 		return make_sim_backend(std::move(p.value()), dir, node);
 	}
 	return std::unique_ptr<Backend>(new RealBackend(cfg, node));
+}
+
+} // namespace admit
+} // namespace onramp
+
+namespace onramp {
+namespace admit {
+namespace {
+
+// Device-to-device copies queued on every GPU the CUDA runtime sees: a
+// memory-bound load that keeps the GPUs busy while NVML samples them.
+class CopyLoad {
+public:
+	explicit CopyLoad(gpu::Cudart &c) : c_(c) {}
+	~CopyLoad()
+	{
+		for (auto &g : gpus_) {
+			c_.SetDevice(g.dev);
+			if (g.stream)
+				c_.StreamSynchronize(g.stream), c_.StreamDestroy(g.stream);
+			if (g.a)
+				c_.Free(g.a);
+			if (g.b)
+				c_.Free(g.b);
+		}
+	}
+	Status start(int n, size_t bytes)
+	{
+		bytes_ = bytes;
+		for (int i = 0; i < n; i++) {
+			gpus_.push_back(G{i, nullptr, nullptr, nullptr});
+			G &g = gpus_.back();
+			gpu::cudaError e = c_.SetDevice(i);
+			if (e == gpu::kCudaSuccess)
+				e = c_.Malloc(&g.a, bytes);
+			if (e == gpu::kCudaSuccess)
+				e = c_.Malloc(&g.b, bytes);
+			if (e == gpu::kCudaSuccess)
+				e = c_.Memset(g.a, 1, bytes);
+			if (e == gpu::kCudaSuccess)
+				e = c_.StreamCreate(&g.stream);
+			if (e != gpu::kCudaSuccess)
+				return Status::Error(
+				    strprintf("GPU %d: load setup: %s", i, c_.err(e).c_str()));
+		}
+		return Status::Ok();
+	}
+	// Queue copies on every GPU (returns at once).
+	Status queue(int copies)
+	{
+		for (auto &g : gpus_) {
+			c_.SetDevice(g.dev);
+			for (int k = 0; k < copies; k++) {
+				gpu::cudaError e =
+				    c_.MemcpyAsync(k % 2 ? g.a : g.b, k % 2 ? g.b : g.a, bytes_,
+				                   gpu::kCudaMemcpyDeviceToDevice, g.stream);
+				if (e != gpu::kCudaSuccess)
+					return Status::Error(strprintf("GPU %d: load copy: %s",
+					                               g.dev, c_.err(e).c_str()));
+			}
+		}
+		return Status::Ok();
+	}
+	Status wait()
+	{
+		for (auto &g : gpus_) {
+			c_.SetDevice(g.dev);
+			gpu::cudaError e = c_.StreamSynchronize(g.stream);
+			if (e != gpu::kCudaSuccess)
+				return Status::Error(
+				    strprintf("GPU %d: load: %s", g.dev, c_.err(e).c_str()));
+		}
+		return Status::Ok();
+	}
+
+private:
+	struct G {
+		int dev;
+		void *a, *b;
+		gpu::cudaStream stream;
+	};
+	gpu::Cudart &c_;
+	std::vector<G> gpus_;
+	size_t bytes_ = 0;
+};
+
+} // namespace
+
+Result<GpuDepthObs> RealBackend::gpu_depth(double load_s)
+{
+	Nvml nvml;
+	auto devs = nvml.open_devices();
+	if (!devs.ok())
+		return devs.status();
+	const gpu::Nvml &n = nvml.api();
+	gpu::NvmlDepth x;
+	gpu::load_nvml_depth(n, &x);
+	std::string root = cfg_.str("SysfsRoot");
+	GpuDepthObs o;
+	o.load_s = load_s;
+	const std::vector<gpu::nvmlDevice> &dv = devs.value();
+	std::vector<std::map<std::string, uint64_t>> nvl_before(dv.size());
+	for (size_t i = 0; i < dv.size(); i++) {
+		GpuDepthObs::Gpu g;
+		g.index = static_cast<int>(i);
+		g.pci = nvml.pci(dv[i]);
+		for (const auto &m : x.missing)
+			g.unmeasured.push_back(m.first + ": " + m.second);
+		gpu::nvmlDevice d = dv[i];
+		if (x.DeviceGetMemoryInfo) {
+			gpu::nvmlMemory mem = {0, 0, 0};
+			g.has_memory = nvml_ok(n, x.DeviceGetMemoryInfo(d, &mem), "memory",
+			                       "nvmlDeviceGetMemoryInfo", &g);
+			g.memory_total_mib = mem.total >> 20;
+		}
+		if (x.DeviceGetPersistenceMode) {
+			int mode = 0;
+			g.has_persistence =
+			    nvml_ok(n, x.DeviceGetPersistenceMode(d, &mode), "persistence",
+			            "nvmlDeviceGetPersistenceMode", &g);
+			g.persistence = mode == gpu::kNvmlFeatureEnabled;
+		}
+		// Before any context of ours exists: every compute process is foreign.
+		if (x.DeviceGetComputeRunningProcesses) {
+			gpu::nvmlProcessInfo procs[64];
+			unsigned count = 64;
+			gpu::nvmlReturn r = x.DeviceGetComputeRunningProcesses(d, &count, procs);
+			if (r == gpu::kNvmlErrorInsufficientSize) {
+				g.has_processes = true;
+				g.foreign_pids.push_back(0); // more than 64: pids not listed
+			} else if (nvml_ok(n, r, "processes",
+			                   "nvmlDeviceGetComputeRunningProcesses", &g)) {
+				g.has_processes = true;
+				for (unsigned k = 0; k < count && k < 64; k++)
+					if (procs[k].pid != static_cast<unsigned>(getpid()))
+						g.foreign_pids.push_back(procs[k].pid);
+			}
+		}
+		unsigned long long corr = 0;
+		g.has_ecc_corrected =
+		    nvml_ok(n,
+		            n.DeviceGetTotalEccErrors(d, gpu::kNvmlMemoryErrorCorrected,
+		                                      gpu::kNvmlVolatileEcc, &corr),
+		            "ecc_corrected", "nvmlDeviceGetTotalEccErrors", &g);
+		g.ecc_corrected = corr;
+		unsigned rc = 0, ru = 0, rp = 0, rf = 0;
+		g.has_remapped = nvml_ok(n, n.DeviceGetRemappedRows(d, &rc, &ru, &rp, &rf),
+		                         "remapped_rows", "nvmlDeviceGetRemappedRows", &g);
+		g.remapped_rows = rc + ru;
+		if (x.DeviceGetNvLinkErrorCounter)
+			g.has_nvlink_errors = nvlink_error_sums(n, x, d, &g, &nvl_before[i]);
+		g.has_clock = x.DeviceGetClockInfo != nullptr;
+		g.sm_clock_min_mhz = ~0u;
+		g.has_throttle = x.DeviceGetClocksEventReasons != nullptr;
+		g.has_temp = x.DeviceGetTemperature != nullptr;
+		g.has_power = x.DeviceGetPowerUsage != nullptr;
+		o.gpus.push_back(g);
+	}
+	// The load: copies on every GPU the CUDA runtime sees.
+	gpu::Cudart cuda;
+	Status st = gpu::load_cudart(&cuda);
+	if (!st.ok())
+		return st;
+	int cn = 0;
+	gpu::cudaError e = cuda.GetDeviceCount(&cn);
+	if (e != gpu::kCudaSuccess)
+		return Status::Error("cudaGetDeviceCount: " + cuda.err(e));
+	if (cn != static_cast<int>(dv.size()))
+		return Status::Error(
+		    strprintf("the CUDA runtime sees %d of the %zu GPUs NVML lists: "
+		              "cannot load them all",
+		              cn, dv.size()));
+	// Host <-> device copies over each GPU's PCIe link, before the load.
+	auto host = gpu::measure_host_copy_bw(cuda, cn, size_t(256) << 20, 10);
+	for (size_t i = 0; i < dv.size(); i++) {
+		GpuDepthObs::Gpu &g = o.gpus[i];
+		if (!host.ok()) {
+			g.unmeasured.push_back("host_copy: " + host.status().message());
+			continue;
+		}
+		g.has_host_copy = true;
+		g.h2d_gbs = host.value()[i].h2d_gbs;
+		g.d2h_gbs = host.value()[i].d2h_gbs;
+	}
+	o.load = strprintf("device-to-device copies of 256 MiB on %d GPUs", cn);
+	{
+		CopyLoad load(cuda);
+		st = load.start(cn, size_t(256) << 20);
+		if (!st.ok())
+			return st;
+		double t0 = monotonic_s(), warm = std::min(1.0, load_s / 4);
+		int samples = 0;
+		while (true) {
+			st = load.queue(64);
+			if (!st.ok())
+				return st;
+			sleep_s(0.05);
+			double t = monotonic_s() - t0;
+			if (t >= warm) {
+				samples++;
+				for (size_t i = 0; i < dv.size(); i++) {
+					GpuDepthObs::Gpu &g = o.gpus[i];
+					gpu::nvmlDevice d = dv[i];
+					unsigned v = 0;
+					unsigned long long bits = 0;
+					if (g.has_clock &&
+					    (g.has_clock = nvml_ok(
+					         n, x.DeviceGetClockInfo(d, gpu::kNvmlClockSm, &v),
+					         "clock", "nvmlDeviceGetClockInfo", &g)))
+						g.sm_clock_min_mhz =
+						    std::min(g.sm_clock_min_mhz, v);
+					if (g.has_throttle &&
+					    (g.has_throttle = nvml_ok(
+					         n, x.DeviceGetClocksEventReasons(d, &bits),
+					         "throttle",
+					         "nvmlDeviceGetCurrentClocksEventReasons", &g)))
+						g.throttle_reasons |= bits;
+					if (g.has_temp &&
+					    (g.has_temp = nvml_ok(
+					         n,
+					         x.DeviceGetTemperature(d, gpu::kNvmlTemperatureGpu,
+					                                &v),
+					         "temperature", "nvmlDeviceGetTemperature", &g)))
+						g.temp_max_c = std::max(g.temp_max_c, v);
+					if (g.has_power &&
+					    (g.has_power =
+					         nvml_ok(n, x.DeviceGetPowerUsage(d, &v), "power",
+					                 "nvmlDeviceGetPowerUsage", &g)))
+						g.power_max_w = std::max(g.power_max_w, v / 1000.0);
+					// Idle GPUs train their links down: read them loaded.
+					if (samples == 1) {
+						std::string dir = pci_device_dir(root, g.pci);
+						if (dir.empty())
+							g.pcie.why = "no PCI address for the GPU";
+						else
+							g.pcie = read_pcie_link(dir);
+						if (!g.pcie.measured)
+							g.unmeasured.push_back("pcie: " +
+							                       g.pcie.why);
+					}
+				}
+			}
+			st = load.wait();
+			if (!st.ok())
+				return st;
+			if (monotonic_s() - t0 >= load_s && samples > 0)
+				break;
+		}
+	}
+	for (size_t i = 0; i < dv.size(); i++) {
+		GpuDepthObs::Gpu &g = o.gpus[i];
+		if (g.sm_clock_min_mhz == ~0u)
+			g.sm_clock_min_mhz = 0;
+		std::map<std::string, uint64_t> after;
+		if (g.has_nvlink_errors &&
+		    (g.has_nvlink_errors = nvlink_error_sums(n, x, dv[i], &g, &after)))
+			for (const auto &kv : after) {
+				uint64_t b0 = nvl_before[i][kv.first];
+				g.nvlink_error_delta[kv.first] =
+				    kv.second >= b0 ? kv.second - b0 : 0;
+			}
+	}
+	o.hcas = read_hca_pcie(root);
+	return o;
 }
 
 } // namespace admit

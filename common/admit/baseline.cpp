@@ -1,7 +1,9 @@
 #include "admit/baseline.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <cstdlib>
 
@@ -120,7 +122,167 @@ void string_map(JsonReader &r, const json_t *o, const std::string &path,
 	}
 }
 
+// An integer in [lo, hi] at obj.key, def when absent.
+int64_t int_in(JsonReader &r, const json_t *o, const std::string &path, const char *key,
+               int64_t def, int64_t lo, int64_t hi)
+{
+	int64_t v = r.integer_or(o, path, key, def);
+	if (!r.failed() && o && json_object_get(o, key) && (v < lo || v > hi)) {
+		r.error(JsonReader::join(path, key),
+		        strprintf("must be in [%lld, %lld]", static_cast<long long>(lo),
+		                  static_cast<long long>(hi)));
+		return def;
+	}
+	return v;
+}
+
 } // namespace
+
+void parse_counter_map(JsonReader &r, const json_t *o, const std::string &path,
+                       const std::vector<std::string> &known, std::map<std::string, uint64_t> *out)
+{
+	if (!o)
+		return;
+	const char *k;
+	const json_t *v;
+	json_object_foreach(const_cast<json_t *>(o), k, v)
+	{
+		std::string p = JsonReader::join(path, k);
+		if (std::find(known.begin(), known.end(), k) == known.end()) {
+			std::string names;
+			for (const auto &n : known)
+				names += (names.empty() ? "" : ", ") + n;
+			r.error(p, "unknown counter (" + names + ")");
+			return;
+		}
+		if (!json_is_integer(v) || json_integer_value(v) < 0) {
+			r.error(p, "expected a non-negative integer");
+			return;
+		}
+		(*out)[k] = static_cast<uint64_t>(json_integer_value(v));
+	}
+}
+
+namespace {
+
+void parse_gpu_depth(JsonReader &r, const json_t *g, Baseline::GpuDepth *d)
+{
+	const std::string P = "gpu_depth";
+	r.only_keys(g, P,
+	            {"load_s", "min_sm_clock_mhz", "max_temp_c", "max_power_w", "memory_mib",
+	             "persistence", "foreign_processes", "max_ecc_corrected", "max_remapped_rows",
+	             "pcie", "nvlink_errors", "throttle_fail", "min_h2d_gbs", "min_d2h_gbs"});
+	d->present = true;
+	if (json_object_get(g, "load_s")) {
+		d->load_s = r.num(g, P, "load_s");
+		if (!r.failed() && !(d->load_s >= 1 && d->load_s <= 3600))
+			r.error("gpu_depth.load_s", "must be in [1, 3600] seconds");
+	}
+	d->min_sm_clock_mhz =
+	    static_cast<unsigned>(int_in(r, g, P, "min_sm_clock_mhz", 0, 1, 10000));
+	d->max_temp_c = static_cast<unsigned>(int_in(r, g, P, "max_temp_c", 0, 1, 200));
+	d->max_power_w = r.num_or(g, P, "max_power_w", 0);
+	if (!r.failed() && json_object_get(g, "max_power_w") && !(d->max_power_w > 0))
+		r.error("gpu_depth.max_power_w", "must be a positive number");
+	const std::pair<const char *, double *> copies[] = {{"min_h2d_gbs", &d->min_h2d_gbs},
+	                                                    {"min_d2h_gbs", &d->min_d2h_gbs}};
+	for (const auto &c : copies) {
+		*c.second = r.num_or(g, P, c.first, 0);
+		if (!r.failed() && json_object_get(g, c.first) &&
+		    !(*c.second > 0 && *c.second < 10000))
+			r.error(JsonReader::join(P, c.first), "must be a positive number of GB/s");
+	}
+	d->memory_mib =
+	    static_cast<uint64_t>(int_in(r, g, P, "memory_mib", 0, 1, int64_t(1) << 30));
+	d->persistence = r.boolean_or(g, P, "persistence", false);
+	d->foreign_processes = r.boolean_or(g, P, "foreign_processes", true);
+	d->max_ecc_corrected = int_in(r, g, P, "max_ecc_corrected", -1, 0, INT64_MAX);
+	d->max_remapped_rows = int_in(r, g, P, "max_remapped_rows", -1, 0, 1 << 20);
+	if (const json_t *p = r.obj(g, P, "pcie", false)) {
+		const std::string PP = "gpu_depth.pcie";
+		r.only_keys(p, PP, {"gpu_gen", "gpu_width", "hca_gen", "hca_width"});
+		d->gpu_pcie_gen = static_cast<int>(int_in(r, p, PP, "gpu_gen", 0, 1, 6));
+		d->gpu_pcie_width = static_cast<int>(int_in(r, p, PP, "gpu_width", 0, 1, 32));
+		d->hca_pcie_gen = static_cast<int>(int_in(r, p, PP, "hca_gen", 0, 1, 6));
+		d->hca_pcie_width = static_cast<int>(int_in(r, p, PP, "hca_width", 0, 1, 32));
+	}
+	parse_counter_map(r, r.obj(g, P, "nvlink_errors", false), "gpu_depth.nvlink_errors",
+	                  nvlink_error_counters(), &d->nvlink_errors);
+	if (const json_t *t = r.arr(g, P, "throttle_fail", false)) {
+		d->throttle_fail_mask = 0;
+		size_t i;
+		const json_t *e;
+		json_array_foreach(t, i, e)
+		{
+			uint64_t bit =
+			    json_is_string(e) ? throttle_reason_bit(json_string_value(e)) : 0;
+			if (!bit) {
+				r.error(JsonReader::index("gpu_depth.throttle_fail", i),
+				        "expected a throttle reason (sw_power_cap, hw_slowdown, "
+				        "sw_thermal, hw_thermal, hw_power_brake)");
+				return;
+			}
+			d->throttle_fail_mask |= bit;
+		}
+	}
+}
+
+} // namespace
+
+const std::vector<std::string> &fabric_error_counters()
+{
+	static const std::vector<std::string> v = {"symbol_error",
+	                                           "link_error_recovery",
+	                                           "link_downed",
+	                                           "port_rcv_errors",
+	                                           "port_rcv_remote_physical_errors",
+	                                           "port_rcv_switch_relay_errors",
+	                                           "port_xmit_discards",
+	                                           "port_xmit_constraint_errors",
+	                                           "port_rcv_constraint_errors",
+	                                           "local_link_integrity_errors",
+	                                           "excessive_buffer_overrun_errors",
+	                                           "VL15_dropped"};
+	return v;
+}
+
+const std::vector<std::string> &nvlink_error_counters()
+{
+	static const std::vector<std::string> v = {"replay", "recovery", "crc_flit", "crc_data"};
+	return v;
+}
+
+uint64_t throttle_reason_bit(const std::string &name)
+{
+	static const std::vector<std::pair<const char *, uint64_t>> m = {{"sw_power_cap", 0x4},
+	                                                                 {"hw_slowdown", 0x8},
+	                                                                 {"sw_thermal", 0x20},
+	                                                                 {"hw_thermal", 0x40},
+	                                                                 {"hw_power_brake", 0x80}};
+	for (const auto &kv : m)
+		if (name == kv.first)
+			return kv.second;
+	return 0;
+}
+
+std::string throttle_reason_names(uint64_t bits)
+{
+	static const std::vector<std::pair<const char *, uint64_t>> m = {
+	    {"idle", 0x1},        {"app_clocks", 0x2},      {"sw_power_cap", 0x4},
+	    {"hw_slowdown", 0x8}, {"sync_boost", 0x10},     {"sw_thermal", 0x20},
+	    {"hw_thermal", 0x40}, {"hw_power_brake", 0x80}, {"display_clocks", 0x100}};
+	std::string out;
+	uint64_t rest = bits;
+	for (const auto &kv : m)
+		if (bits & kv.second) {
+			out += (out.empty() ? "" : ",") + std::string(kv.first);
+			rest &= ~kv.second;
+		}
+	if (rest)
+		out += (out.empty() ? "" : ",") +
+		       strprintf("0x%llx", static_cast<unsigned long long>(rest));
+	return out.empty() ? "none" : out;
+}
 
 Result<Baseline> parse_baseline(const std::string &text, const std::string &origin)
 {
@@ -137,7 +299,7 @@ Result<Baseline> parse_baseline(const std::string &text, const std::string &orig
 	r.only_keys(j, "",
 	            {"sku", "description", "gpu_count", "gpu_model", "versions", "firmware", "peak",
 	             "thresholds", "nccl", "mem_bw", "critical_xids", "fabric", "affinity",
-	             "timeouts", "host"});
+	             "timeouts", "nvlink", "gpu_depth", "host"});
 	r.str_or(j, "", "description", "");
 	b.sku = r.str(j, "", "sku");
 	if (!json_object_get(j, "gpu_count"))
@@ -218,7 +380,9 @@ Result<Baseline> parse_baseline(const std::string &text, const std::string &orig
 	}
 
 	if (const json_t *f = r.obj(j, "", "fabric", false)) {
-		r.only_keys(f, "fabric", {"ports", "min_rate_gbps", "flap_interval_s"});
+		r.only_keys(f, "fabric",
+		            {"ports", "min_rate_gbps", "flap_interval_s", "width", "min_mtu",
+		             "counter_limits"});
 		int64_t ports = r.integer_or(f, "fabric", "ports", 0);
 		if (!r.failed() && (ports < 0 || ports > 1024))
 			r.error("fabric.ports", "must be in [0, 1024]");
@@ -230,8 +394,33 @@ Result<Baseline> parse_baseline(const std::string &text, const std::string &orig
 		if (!r.failed() &&
 		    !(b.fabric_flap_interval_s >= 0 && b.fabric_flap_interval_s <= 600))
 			r.error("fabric.flap_interval_s", "must be in [0, 600]");
+		b.fabric_width = static_cast<int>(int_in(r, f, "fabric", "width", 0, 1, 32));
+		b.fabric_min_mtu =
+		    static_cast<int>(int_in(r, f, "fabric", "min_mtu", 0, 256, 65536));
+		parse_counter_map(r, r.obj(f, "fabric", "counter_limits", false),
+		                  "fabric.counter_limits", fabric_error_counters(),
+		                  &b.fabric_counter_limits);
 	}
 
+	if (const json_t *n = r.obj(j, "", "nvlink", false)) {
+		r.only_keys(n, "nvlink", {"mask", "active_links"});
+		std::string mask = r.str_or(n, "nvlink", "mask", "");
+		if (!mask.empty()) {
+			char *end = nullptr;
+			errno = 0;
+			unsigned long long m = strtoull(mask.c_str(), &end, 16);
+			if (mask.compare(0, 2, "0x") != 0 || mask.size() < 3 || mask.size() > 18 ||
+			    *end || errno || m == 0)
+				r.error("nvlink.mask",
+				        "expected a non-zero hex bit mask such as "
+				        "\"0x3ffff\" (bit n: link n must be active)");
+			b.nvlink_mask = m;
+		}
+		b.nvlink_active_links =
+		    static_cast<int>(int_in(r, n, "nvlink", "active_links", -1, 0, 64));
+	}
+	if (const json_t *g = r.obj(j, "", "gpu_depth", false))
+		parse_gpu_depth(r, g, &b.gpu_depth);
 	if (const json_t *h = r.obj(j, "", "host", false)) {
 		r.only_keys(h, "host", {"cmdline", "sysctl", "ckpt_write_gbs", "ckpt_read_gbs"});
 		if (const json_t *c = r.arr(h, "host", "cmdline", false)) {

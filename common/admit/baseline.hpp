@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "config.hpp"
+#include "json.hpp"
 #include "status.hpp"
 
 namespace onramp {
@@ -20,6 +21,21 @@ const std::vector<std::string> &version_components();
 
 // The AzHPC critical XID list (used when the file has no critical_xids).
 const std::vector<int> &default_critical_xids();
+
+// The port counters fabric.counter_limits may name (sysfs counters/ files).
+const std::vector<std::string> &fabric_error_counters();
+// The NVLink error counters gpu_depth.nvlink_errors may name.
+const std::vector<std::string> &nvlink_error_counters();
+// NVML clocks event (throttle) reason bit of a name (sw_power_cap,
+// hw_slowdown, sw_thermal, hw_thermal, hw_power_brake); 0 for others.
+uint64_t throttle_reason_bit(const std::string &name);
+// "hw_thermal,sw_power_cap" for a bit set ("none" for 0).
+std::string throttle_reason_names(uint64_t bits);
+
+// {"name": <non-negative integer>, ...} at path with names from known;
+// errors (an unknown name lists the known ones) go to r.
+void parse_counter_map(JsonReader &r, const json_t *o, const std::string &path,
+                       const std::vector<std::string> &known, std::map<std::string, uint64_t> *out);
 
 struct Baseline {
 	std::string path;   // the file it was read from
@@ -51,6 +67,41 @@ struct Baseline {
 	int fabric_ports = 0; // IB/RoCE ports expected (0: not checked)
 	double fabric_min_rate_gbps = 0;
 	double fabric_flap_interval_s = 2;
+	int fabric_width = 0;   // lanes of every port (4 for "4X"); 0: not checked
+	int fabric_min_mtu = 0; // active MTU bytes; 0: not checked
+	// Port counter -> most it may grow during the check (and, for
+	// link_downed, since the previous admission); absent: not judged.
+	std::map<std::string, uint64_t> fabric_counter_limits;
+
+	// NVLink per SKU (gpu_health): links that must be active on every GPU
+	// (a bit per link number; 0: every link NVML lists) and how many are
+	// active (-1: not checked). Links outside the mask are inactive by
+	// design and never drain a node.
+	uint64_t nvlink_mask = 0;
+	int nvlink_active_links = -1;
+
+	// gpu_depth: absent (present == false) means the check is skipped.
+	struct GpuDepth {
+		bool present = false;
+		double load_s = -1;                       // < 0: GpuLoadSeconds applies
+		unsigned min_sm_clock_mhz = 0;            // 0: not checked
+		unsigned max_temp_c = 0;                  // 0: not checked
+		double max_power_w = 0;                   // 0: not checked
+		uint64_t memory_mib = 0;                  // 0: not checked
+		bool persistence = false;                 // true: persistence mode must be on
+		bool foreign_processes = true;            // false: no other compute process
+		int64_t max_ecc_corrected = -1;           // volatile; -1: not checked
+		int64_t max_remapped_rows = -1;           // -1: not checked
+		int gpu_pcie_gen = 0, gpu_pcie_width = 0; // 0: not checked
+		int hca_pcie_gen = 0, hca_pcie_width = 0;
+		double min_h2d_gbs = 0, min_d2h_gbs = 0; // pinned copies; 0: not checked
+		// NVLink error counter (replay, recovery, crc_flit, crc_data) ->
+		// most it may grow on one GPU during the load.
+		std::map<std::string, uint64_t> nvlink_errors;
+		// Throttle reasons that fail (NVML clocks event reason bits):
+		// by default HW slowdown, SW/HW thermal slowdown, HW power brake.
+		uint64_t throttle_fail_mask = 0x8 | 0x20 | 0x40 | 0x80;
+	} gpu_depth;
 
 	struct Affinity {
 		std::string nic; // nearest NIC, e.g. "mlx5_0" (empty: not checked)

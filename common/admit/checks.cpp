@@ -8,6 +8,7 @@
 #include "admit/dcgm.hpp"
 #include "admit/host.hpp"
 #include "admit/fabric.hpp"
+#include "admit/record.hpp"
 #include "log.hpp"
 
 namespace onramp {
@@ -65,6 +66,50 @@ CheckResult error_result(const std::string &name, const Status &st)
 	return r;
 }
 
+// The port counters the node's previous admission recorded (its record's
+// verdict, fabric check data); none when there is no readable record.
+void previous_port_counters(const Config &cfg, const std::string &node, FabricObs *f)
+{
+	if (node.empty())
+		return;
+	auto rec = read_record(record_path(cfg, node));
+	if (!rec.ok() || !rec->verdict)
+		return;
+	const json_t *checks = json_object_get(rec->verdict.get(), "checks");
+	size_t i;
+	const json_t *c;
+	json_array_foreach(checks, i, c)
+	{
+		const json_t *n = json_object_get(c, "name");
+		if (!json_is_string(n) || std::string(json_string_value(n)) != kFabric)
+			continue;
+		const json_t *ports = json_object_get(json_object_get(c, "data"), "ports");
+		size_t k;
+		const json_t *p;
+		json_array_foreach(ports, k, p)
+		{
+			const json_t *dev = json_object_get(p, "dev"),
+			             *port = json_object_get(p, "port");
+			if (!json_is_string(dev) || !json_is_integer(port))
+				continue;
+			std::string key =
+			    strprintf("%s/%lld", json_string_value(dev),
+			              static_cast<long long>(json_integer_value(port)));
+			const char *cn;
+			const json_t *v;
+			json_object_foreach(json_object_get(p, "counters"), cn, v)
+			{
+				if (json_is_integer(v) && json_integer_value(v) >= 0)
+					f->previous[key][cn] =
+					    static_cast<uint64_t>(json_integer_value(v));
+			}
+		}
+	}
+	const json_t *t = json_object_get(rec->verdict.get(), "time");
+	if (!f->previous.empty())
+		f->previous_time = json_is_string(t) ? json_string_value(t) : rec->time;
+}
+
 CheckResult run_inner(const std::string &name, CheckContext &ctx)
 {
 	const Baseline &b = *ctx.baseline;
@@ -97,6 +142,7 @@ CheckResult run_inner(const std::string &name, CheckContext &ctx)
 		auto f = be.fabric(b.fabric_flap_interval_s);
 		if (!f.ok())
 			return error_result(name, f.status());
+		previous_port_counters(cfg, ctx.node, &f.value());
 		return evaluate_fabric(f.value(), b);
 	}
 	Status gate = gpu_gate(ctx);
@@ -121,6 +167,22 @@ CheckResult run_inner(const std::string &name, CheckContext &ctx)
 		if (!run.ok())
 			return error_result(name, run.status());
 		return evaluate_nccl(run.value(), b.nccl_threshold_gbs(cfg), b.gpu_count);
+	}
+	if (name == kGpuDepth) {
+		if (!b.gpu_depth.present) {
+			CheckResult r =
+			    make_pass(name, "no gpu_depth in the baseline; not checked");
+			r.status = CheckStatus::Skip;
+			r.code = code::kSkipped;
+			return r;
+		}
+		double load = b.gpu_depth.load_s > 0
+		                  ? b.gpu_depth.load_s
+		                  : static_cast<double>(cfg.seconds("GpuLoadSeconds"));
+		auto o = be.gpu_depth(load);
+		if (!o.ok())
+			return error_result(name, o.status());
+		return evaluate_gpu_depth(o.value(), b);
 	}
 	if (name == kTopology) {
 		if (b.affinity.empty()) {
@@ -311,14 +373,21 @@ CheckResult evaluate_gpu_health(const GpuHealthObs &h, const Baseline &b, double
 			    strprintf("GPU %d (%s) row remap pending", g.index, g.pci.c_str()));
 		// A one-GPU SKU has no NVLink peer (a GPU passed alone to a VM
 		// reports its links inactive): the state is reported, not judged.
-		if (!g.nvlink_down.empty() && b.gpu_count > 1) {
-			std::vector<std::string> links;
-			for (int l : g.nvlink_down)
+		// Links outside the SKU's mask are inactive by design.
+		std::vector<std::string> links;
+		for (int l : g.nvlink_down)
+			if (!b.nvlink_mask || (l < 64 && (b.nvlink_mask >> l) & 1))
 				links.push_back(std::to_string(l));
+		int active = g.nvlink_links - static_cast<int>(g.nvlink_down.size());
+		if (!links.empty() && b.gpu_count > 1)
 			nvl.push_back(strprintf("GPU %d (%s) NVLink %s down of %d", g.index,
 			                        g.pci.c_str(), join(links, ",").c_str(),
 			                        g.nvlink_links));
-		}
+		else if (b.nvlink_active_links >= 0 && active != b.nvlink_active_links &&
+		         b.gpu_count > 1)
+			nvl.push_back(strprintf("GPU %d (%s) %d NVLinks active, SKU has %d",
+			                        g.index, g.pci.c_str(), active,
+			                        b.nvlink_active_links));
 	}
 	// Each critical XID once: count, GPUs and the latest occurrence.
 	struct Seen {
@@ -495,7 +564,7 @@ CheckResult evaluate_nccl(const NcclRun &run, double threshold, int expected_ran
 
 CheckResult evaluate_fabric(const FabricObs &f, const Baseline &b)
 {
-	std::vector<std::string> down, slow, flap;
+	std::vector<std::string> down, slow, flap, errs, narrow, mtu;
 	int good = 0;
 	Json ports = Json::array();
 	for (const auto &p : f.second) {
@@ -511,10 +580,26 @@ CheckResult evaluate_fabric(const FabricObs &f, const Baseline &b)
 			                         b.fabric_min_rate_gbps));
 			ok = false;
 		}
+		int width = parse_rate_width(p.rate);
+		if (ok && b.fabric_width > 0 && width > 0 && width < b.fabric_width) {
+			narrow.push_back(
+			    strprintf("%s width %dX < %dX", id.c_str(), width, b.fabric_width));
+			ok = false;
+		}
+		if (ok && b.fabric_min_mtu > 0 && p.active_mtu > 0 &&
+		    p.active_mtu < b.fabric_min_mtu) {
+			mtu.push_back(strprintf("%s active MTU %d < %d", id.c_str(), p.active_mtu,
+			                        b.fabric_min_mtu));
+			ok = false;
+		}
 		int64_t before = -1;
+		const PortObs *q0 = nullptr;
 		for (const auto &q : f.first)
-			if (q.dev == p.dev && q.port == p.port && q.has_link_downed)
-				before = q.link_downed;
+			if (q.dev == p.dev && q.port == p.port) {
+				q0 = &q;
+				if (q.has_link_downed)
+					before = q.link_downed;
+			}
 		if (p.has_link_downed && before >= 0 && p.link_downed > before) {
 			flap.push_back(strprintf("%s link_downed %lld -> %lld in %g s", id.c_str(),
 			                         static_cast<long long>(before),
@@ -522,26 +607,78 @@ CheckResult evaluate_fabric(const FabricObs &f, const Baseline &b)
 			                         f.interval_s));
 			ok = false;
 		}
+		// Since the previous admission: a link that went down in between
+		// flaps (a counter reset by a reboot or driver reload is lower,
+		// not grown, and says nothing).
+		std::string key = strprintf("%s/%d", p.dev.c_str(), p.port);
+		auto prev = f.previous.find(key);
+		Json since = Json::object();
+		if (prev != f.previous.end() && p.has_link_downed) {
+			auto pl = prev->second.find("link_downed");
+			if (pl != prev->second.end() &&
+			    static_cast<uint64_t>(p.link_downed) > pl->second && before >= 0 &&
+			    p.link_downed == before) {
+				// (Short: node reasons are cut at 99 bytes; the
+				// admission's time is in data.previous_admission.)
+				flap.push_back(strprintf(
+				    "%s link_downed %llu -> %lld since the last admission",
+				    id.c_str(), static_cast<unsigned long long>(pl->second),
+				    static_cast<long long>(p.link_downed)));
+				ok = false;
+			}
+		}
+		// Error counters against their limits: growth during the check.
+		Json counters = Json::object();
+		for (const auto &c : p.counters) {
+			counters.set(c.first.c_str(), static_cast<int64_t>(c.second));
+			if (!q0)
+				continue;
+			auto a = q0->counters.find(c.first);
+			if (a == q0->counters.end() || c.second < a->second)
+				continue;
+			uint64_t delta = c.second - a->second;
+			auto lim = b.fabric_counter_limits.find(c.first);
+			if (c.first == "link_downed" || lim == b.fabric_counter_limits.end())
+				continue;
+			since.set(c.first.c_str(), static_cast<int64_t>(delta));
+			if (delta > lim->second) {
+				errs.push_back(strprintf(
+				    "%s %s +%llu in %g s (limit %llu)", id.c_str(), c.first.c_str(),
+				    static_cast<unsigned long long>(delta), f.interval_s,
+				    static_cast<unsigned long long>(lim->second)));
+				ok = false;
+			}
+		}
 		good += ok;
 		Json o = Json::object();
 		o.set("dev", p.dev).set("port", p.port).set("state", state).set("phys_state", phys);
 		o.set("rate_gbps", rate).set("link_layer", p.link_layer);
+		if (width > 0)
+			o.set("width", width);
+		if (p.active_mtu > 0)
+			o.set("active_mtu", p.active_mtu);
+		else
+			o.set("active_mtu", "unknown");
 		if (p.has_link_downed)
 			o.set("link_downed", p.link_downed);
+		o.set("counters", counters).set("counter_deltas", since);
 		ports.push(o);
 	}
 	int have = static_cast<int>(f.second.size());
 	std::vector<std::string> all;
-	for (auto *g : {&down, &slow, &flap})
+	for (auto *g : {&down, &slow, &narrow, &flap, &errs, &mtu})
 		all.insert(all.end(), g->begin(), g->end());
 	bool missing = have < b.fabric_ports;
 	if (missing)
 		all.push_back(strprintf("%d ports < %d expected", have, b.fabric_ports));
-	const char *c = !down.empty()   ? code::kPortDown
-	                : !slow.empty() ? code::kPortRateLow
-	                : !flap.empty() ? code::kPortFlapping
-	                : missing       ? code::kPortMissing
-	                                : nullptr;
+	const char *c = !down.empty()     ? code::kPortDown
+	                : !slow.empty()   ? code::kPortRateLow
+	                : !narrow.empty() ? code::kPortWidthLow
+	                : !flap.empty()   ? code::kPortFlapping
+	                : !errs.empty()   ? code::kPortErrors
+	                : !mtu.empty()    ? code::kPortMtuLow
+	                : missing         ? code::kPortMissing
+	                                  : nullptr;
 	CheckResult r =
 	    c ? make_fail(kFabric, c, "fabric: " + join(all, "; "))
 	      : make_pass(
@@ -553,6 +690,8 @@ CheckResult evaluate_fabric(const FabricObs &f, const Baseline &b)
 	r = with_numbers(r, good, b.fabric_ports, "ports");
 	Json data = Json::object();
 	data.set("source", f.source).set("interval_s", f.interval_s).set("ports", ports);
+	if (!f.previous_time.empty())
+		data.set("previous_admission", f.previous_time);
 	r.data = data;
 	return r;
 }
@@ -592,6 +731,219 @@ CheckResult evaluate_topology(const TopologyObs &t, const Baseline &b)
 	r = with_numbers(r, static_cast<double>(bad.size()), 0, "mismatches");
 	Json data = Json::object();
 	data.set("found", found);
+	r.data = data;
+	return r;
+}
+
+namespace {
+
+std::string unmeasured_why(const GpuDepthObs::Gpu &g, const char *part)
+{
+	std::string prefix = std::string(part) + ": ";
+	for (const auto &u : g.unmeasured)
+		if (u.compare(0, prefix.size(), prefix) == 0)
+			return u;
+	return prefix + "not measured";
+}
+
+std::string pcie_text(const PcieLinkObs &l)
+{
+	return strprintf("Gen%d x%d (%g GT/s)", l.gen, l.width, l.speed_gts);
+}
+
+// "" when link meets gen/width (0: not judged), else what is short.
+std::string pcie_short(const PcieLinkObs &l, int gen, int width)
+{
+	std::vector<std::string> bad;
+	if (gen > 0 && l.gen < gen)
+		bad.push_back(strprintf("Gen%d < Gen%d", l.gen, gen));
+	if (width > 0 && l.width < width)
+		bad.push_back(strprintf("x%d < x%d", l.width, width));
+	return join(bad, ", ");
+}
+
+Json pcie_json(const PcieLinkObs &l)
+{
+	Json o = Json::object();
+	if (l.measured)
+		o.set("gen", l.gen).set("width", l.width).set("speed_gts", l.speed_gts);
+	else
+		o.set("not_measured", l.why);
+	return o;
+}
+
+} // namespace
+
+CheckResult evaluate_gpu_depth(const GpuDepthObs &o, const Baseline &b)
+{
+	const Baseline::GpuDepth &d = b.gpu_depth;
+	std::vector<std::string> thr, hot, pwr, pcie, ecc, remap, nvl, mem, pers, procs, unk;
+	Json gpus = Json::array();
+	for (const auto &g : o.gpus) {
+		std::string id = strprintf("GPU %d (%s)", g.index, g.pci.c_str());
+		auto judged = [&](bool has, const char *part) {
+			if (!has)
+				unk.push_back(id + " " + unmeasured_why(g, part));
+			return has;
+		};
+		if (d.throttle_fail_mask && judged(g.has_throttle, "throttle") &&
+		    (g.throttle_reasons & d.throttle_fail_mask))
+			thr.push_back(strprintf(
+			    "%s throttled under load: %s", id.c_str(),
+			    throttle_reason_names(g.throttle_reasons & d.throttle_fail_mask)
+			        .c_str()));
+		if (d.min_sm_clock_mhz && judged(g.has_clock, "clock") &&
+		    g.sm_clock_min_mhz < d.min_sm_clock_mhz)
+			thr.push_back(strprintf("%s SM clock %u MHz < %u MHz under load",
+			                        id.c_str(), g.sm_clock_min_mhz,
+			                        d.min_sm_clock_mhz));
+		if (d.max_temp_c && judged(g.has_temp, "temperature") &&
+		    g.temp_max_c > d.max_temp_c)
+			hot.push_back(strprintf("%s %u C > %u C under load", id.c_str(),
+			                        g.temp_max_c, d.max_temp_c));
+		if (d.max_power_w > 0 && judged(g.has_power, "power") &&
+		    g.power_max_w > d.max_power_w)
+			pwr.push_back(strprintf("%s %.0f W > %.0f W under load", id.c_str(),
+			                        g.power_max_w, d.max_power_w));
+		if ((d.gpu_pcie_gen || d.gpu_pcie_width) && judged(g.pcie.measured, "pcie")) {
+			std::string sh = pcie_short(g.pcie, d.gpu_pcie_gen, d.gpu_pcie_width);
+			if (!sh.empty())
+				pcie.push_back(strprintf("%s PCIe %s: %s", id.c_str(),
+				                         pcie_text(g.pcie).c_str(), sh.c_str()));
+		}
+		if ((d.min_h2d_gbs > 0 || d.min_d2h_gbs > 0) &&
+		    judged(g.has_host_copy, "host_copy")) {
+			if (g.h2d_gbs < d.min_h2d_gbs)
+				pcie.push_back(strprintf("%s host->device %.1f GB/s < %.1f GB/s",
+				                         id.c_str(), g.h2d_gbs, d.min_h2d_gbs));
+			if (g.d2h_gbs < d.min_d2h_gbs)
+				pcie.push_back(strprintf("%s device->host %.1f GB/s < %.1f GB/s",
+				                         id.c_str(), g.d2h_gbs, d.min_d2h_gbs));
+		}
+		if (d.max_ecc_corrected >= 0 && judged(g.has_ecc_corrected, "ecc_corrected") &&
+		    g.ecc_corrected > static_cast<uint64_t>(d.max_ecc_corrected))
+			ecc.push_back(strprintf("%s %llu volatile corrected ECC errors > %lld",
+			                        id.c_str(),
+			                        static_cast<unsigned long long>(g.ecc_corrected),
+			                        static_cast<long long>(d.max_ecc_corrected)));
+		if (d.max_remapped_rows >= 0 && judged(g.has_remapped, "remapped_rows") &&
+		    g.remapped_rows > d.max_remapped_rows)
+			remap.push_back(strprintf("%s %u remapped rows > %lld", id.c_str(),
+			                          g.remapped_rows,
+			                          static_cast<long long>(d.max_remapped_rows)));
+		if (!d.nvlink_errors.empty() && judged(g.has_nvlink_errors, "nvlink_errors"))
+			for (const auto &lim : d.nvlink_errors) {
+				auto it = g.nvlink_error_delta.find(lim.first);
+				if (it != g.nvlink_error_delta.end() && it->second > lim.second)
+					nvl.push_back(strprintf(
+					    "%s NVLink %s errors +%llu during load > %llu",
+					    id.c_str(), lim.first.c_str(),
+					    static_cast<unsigned long long>(it->second),
+					    static_cast<unsigned long long>(lim.second)));
+			}
+		if (d.memory_mib && judged(g.has_memory, "memory") &&
+		    g.memory_total_mib < d.memory_mib)
+			mem.push_back(strprintf("%s %llu MiB < %llu MiB", id.c_str(),
+			                        static_cast<unsigned long long>(g.memory_total_mib),
+			                        static_cast<unsigned long long>(d.memory_mib)));
+		if (d.persistence && judged(g.has_persistence, "persistence") && !g.persistence)
+			pers.push_back(id + " persistence mode off");
+		if (!d.foreign_processes && judged(g.has_processes, "processes") &&
+		    !g.foreign_pids.empty()) {
+			std::vector<std::string> pids;
+			for (unsigned p : g.foreign_pids)
+				pids.push_back(std::to_string(p));
+			procs.push_back(id + " runs process " + join(pids, ","));
+		}
+		Json j = Json::object();
+		j.set("index", g.index).set("pci", g.pci);
+		if (g.has_clock)
+			j.set("sm_clock_min_mhz", static_cast<int64_t>(g.sm_clock_min_mhz));
+		if (g.has_throttle)
+			j.set("throttle_reasons", throttle_reason_names(g.throttle_reasons));
+		if (g.has_temp)
+			j.set("temp_max_c", static_cast<int64_t>(g.temp_max_c));
+		if (g.has_power)
+			j.set("power_max_w", g.power_max_w);
+		if (g.has_memory)
+			j.set("memory_mib", static_cast<int64_t>(g.memory_total_mib));
+		if (g.has_persistence)
+			j.set_bool("persistence", g.persistence);
+		if (g.has_processes) {
+			Json pids = Json::array();
+			for (unsigned p : g.foreign_pids)
+				pids.push(Json::adopt(json_integer(p)));
+			j.set("foreign_pids", pids);
+		}
+		if (g.has_ecc_corrected)
+			j.set("ecc_corrected", static_cast<int64_t>(g.ecc_corrected));
+		if (g.has_remapped)
+			j.set("remapped_rows", static_cast<int64_t>(g.remapped_rows));
+		if (g.has_nvlink_errors) {
+			Json n = Json::object();
+			for (const auto &kv : g.nvlink_error_delta)
+				n.set(kv.first.c_str(), static_cast<int64_t>(kv.second));
+			j.set("nvlink_error_deltas", n);
+		}
+		j.set("pcie", pcie_json(g.pcie));
+		if (g.has_host_copy)
+			j.set("h2d_gbs", g.h2d_gbs).set("d2h_gbs", g.d2h_gbs);
+		j.set("not_measured", Json::array(g.unmeasured));
+		gpus.push(j);
+	}
+	Json hcas = Json::array();
+	for (const auto &h : o.hcas) {
+		if (d.hca_pcie_gen || d.hca_pcie_width) {
+			if (!h.pcie.measured)
+				unk.push_back(h.dev + " pcie: " + h.pcie.why);
+			else {
+				std::string sh =
+				    pcie_short(h.pcie, d.hca_pcie_gen, d.hca_pcie_width);
+				if (!sh.empty())
+					pcie.push_back(strprintf("%s PCIe %s: %s", h.dev.c_str(),
+					                         pcie_text(h.pcie).c_str(),
+					                         sh.c_str()));
+			}
+		}
+		Json j = pcie_json(h.pcie);
+		j.set("dev", h.dev);
+		hcas.push(j);
+	}
+	std::vector<std::string> all;
+	for (auto *g : {&thr, &hot, &pwr, &pcie, &nvl, &ecc, &remap, &mem, &pers, &procs})
+		all.insert(all.end(), g->begin(), g->end());
+	const char *c = !thr.empty()     ? code::kGpuThrottled
+	                : !hot.empty()   ? code::kGpuTempHigh
+	                : !pwr.empty()   ? code::kGpuPowerHigh
+	                : !pcie.empty()  ? code::kPcieDegraded
+	                : !nvl.empty()   ? code::kNvlinkErrors
+	                : !ecc.empty()   ? code::kEccCorrectedHigh
+	                : !remap.empty() ? code::kRowRemapHigh
+	                : !mem.empty()   ? code::kGpuMemory
+	                : !pers.empty()  ? code::kPersistenceOff
+	                : !procs.empty() ? code::kGpuForeignProcess
+	                                 : nullptr;
+	CheckResult r;
+	if (o.gpus.empty()) {
+		r = make_fail(kGpuDepth, code::kNoGpu, "gpu_depth: no GPU observed");
+	} else if (c) {
+		if (!unk.empty())
+			all.push_back("not measured: " + join(unk, "; "));
+		r = make_fail(kGpuDepth, c, "gpu_depth: " + join(all, "; "));
+	} else if (!unk.empty()) {
+		// Could not tell: never a pass.
+		r = make_fail(kGpuDepth, code::kCheckError,
+		              "gpu_depth: not measured: " + join(unk, "; "));
+		r.status = CheckStatus::Error;
+	} else {
+		r = make_pass(kGpuDepth,
+		              strprintf("%zu GPUs, %zu HCAs under %.0f s load: no throttling, "
+		                        "within the SKU's limits",
+		                        o.gpus.size(), o.hcas.size(), o.load_s));
+	}
+	r = with_numbers(r, static_cast<double>(all.size()), 0, "problems");
+	Json data = Json::object();
+	data.set("load_s", o.load_s).set("load", o.load).set("gpus", gpus).set("hcas", hcas);
 	r.data = data;
 	return r;
 }

@@ -45,6 +45,11 @@ CheckResult evaluate_mem_bw(const MemBwObs &obs, double threshold_gbs, double pe
 CheckResult evaluate_nccl(const NcclRun &run, double threshold_gbs, int expected_ranks);
 CheckResult evaluate_fabric(const FabricObs &f, const Baseline &b);
 CheckResult evaluate_topology(const TopologyObs &t, const Baseline &b);
+// Every GPU (and HCA PCIe link) against the baseline's gpu_depth limits. A
+// measured failure fails with its code (GPU_THROTTLED first); a judged part
+// that could not be measured, with no failure, is an ERROR naming GPU and
+// part, never a pass.
+CheckResult evaluate_gpu_depth(const GpuDepthObs &o, const Baseline &b);
 
 // Mark a result as simulated (flag and detail suffix), once.
 void mark_simulated(CheckResult *r);

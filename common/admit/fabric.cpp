@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cctype>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <dirent.h>
 
+#include "admit/baseline.hpp"
 #include "atomic_file.hpp"
 #include "log.hpp"
 
@@ -92,6 +95,94 @@ double parse_rate_gbps(const std::string &text)
 	return v > 0 ? v : 0;
 }
 
+int parse_rate_width(const std::string &text)
+{
+	size_t open = text.find('(');
+	if (open == std::string::npos)
+		return 0;
+	size_t i = open + 1, start = i;
+	while (i < text.size() && i - start < 3 && text[i] >= '0' && text[i] <= '9')
+		i++;
+	if (i == start || i >= text.size() || text[i] != 'X')
+		return 0;
+	return atoi(text.substr(start, i - start).c_str());
+}
+
+double parse_pcie_speed_gts(const std::string &text)
+{
+	std::string t = trim(text);
+	size_t sp = t.find(' ');
+	if (sp == std::string::npos || t.compare(sp, 5, " GT/s") != 0)
+		return 0;
+	if (sp + 5 < t.size() && t[sp + 5] != ' ')
+		return 0;
+	return parse_rate_gbps(t.substr(0, sp));
+}
+
+int pcie_gen_of(double gts)
+{
+	static const double speeds[] = {2.5, 5, 8, 16, 32, 64};
+	for (int i = 0; i < 6; i++)
+		if (std::fabs(gts - speeds[i]) < 0.01)
+			return i + 1;
+	return 0;
+}
+
+PcieLinkObs read_pcie_link(const std::string &dir)
+{
+	PcieLinkObs o;
+	auto sp = read_small(dir + "/current_link_speed");
+	auto wd = read_small(dir + "/current_link_width");
+	if (!sp.ok() || !wd.ok()) {
+		o.why = (!sp.ok() ? sp : wd).status().message();
+		return o;
+	}
+	o.speed_gts = parse_pcie_speed_gts(sp.value());
+	o.gen = pcie_gen_of(o.speed_gts);
+	uint64_t w = 0;
+	if (o.speed_gts <= 0 || !parse_sysfs_u64(wd.value(), &w) || w < 1 || w > 32) {
+		o.why = dir + ": link speed '" + sp.value().substr(0, 32) + "' width '" +
+		        wd.value().substr(0, 32) + "' not understood";
+		return o;
+	}
+	o.width = static_cast<int>(w);
+	o.measured = true;
+	return o;
+}
+
+std::string pci_device_dir(const std::string &root, const std::string &pci)
+{
+	// domain:bus:device.function, hex: 0000:19:00.0 (never "..").
+	auto hex = [&](size_t from, size_t n) {
+		for (size_t i = from; i < from + n; i++)
+			if (i >= pci.size() || !isxdigit(static_cast<unsigned char>(pci[i])))
+				return false;
+		return true;
+	};
+	size_t d = pci.find(':');
+	if (d == std::string::npos || d < 4 || d > 8 || pci.size() != d + 8 || !hex(0, d) ||
+	    !hex(d + 1, 2) || pci[d + 3] != ':' || !hex(d + 4, 2) || pci[d + 6] != '.' ||
+	    !hex(d + 7, 1))
+		return "";
+	std::string r = root;
+	while (!r.empty() && r.back() == '/')
+		r.pop_back();
+	return r + "/sys/bus/pci/devices/" + pci;
+}
+
+std::vector<GpuDepthObs::Hca> read_hca_pcie(const std::string &root)
+{
+	std::vector<GpuDepthObs::Hca> out;
+	std::string cls = ib_class_dir(root);
+	for (const auto &dev : list_dir(cls)) {
+		GpuDepthObs::Hca h;
+		h.dev = dev;
+		h.pcie = read_pcie_link(cls + "/" + dev + "/device");
+		out.push_back(h);
+	}
+	return out;
+}
+
 Result<std::vector<PortObs>> read_ib_ports(const std::string &root)
 {
 	std::vector<PortObs> out;
@@ -123,14 +214,24 @@ Result<std::vector<PortObs>> read_ib_ports(const std::string &root)
 			o.rate = rate.ok() ? rate.value() : "";
 			auto ll = read_small(base + "link_layer");
 			o.link_layer = ll.ok() ? ll.value() : "";
-			auto ld = read_small(base + "counters/link_downed");
-			if (ld.ok()) {
+			// Error counters: a missing or unreadable one (some devices
+			// do not count everything) is absent, a garbled one an error.
+			for (const auto &name : fabric_error_counters()) {
+				std::string file = base + "counters/" + name;
+				auto t = read_small(file);
+				if (!t.ok())
+					continue;
 				uint64_t v = 0;
-				if (!parse_sysfs_u64(ld.value(), &v) || v > INT64_MAX)
-					return Status::Error(base + "counters/link_downed: '" +
-					                     ld.value() + "' is not a number");
+				if (!parse_sysfs_u64(t.value(), &v) || v > INT64_MAX)
+					return Status::Error(file + ": '" +
+					                     t.value().substr(0, 64) +
+					                     "' is not a number");
+				o.counters[name] = v;
+			}
+			auto ld = o.counters.find("link_downed");
+			if (ld != o.counters.end()) {
 				o.has_link_downed = true;
-				o.link_downed = static_cast<int64_t>(v);
+				o.link_downed = static_cast<int64_t>(ld->second);
 			}
 			out.push_back(o);
 		}

@@ -4,6 +4,10 @@
 //   <root>/sys/class/infiniband/<dev>/ports/<n>/counters/link_downed
 //   <root>/sys/class/infiniband/<dev>/fw_ver
 //   <root>/sys/class/infiniband/<dev>/device/net/<ifname>/address
+//   <root>/sys/class/infiniband/<dev>/ports/<n>/counters/<error counter>
+// and PCIe links of GPUs and HCAs:
+//   <root>/sys/bus/pci/devices/<domain:bus:dev.fn>/current_link_{speed,width}
+//   <root>/sys/class/infiniband/<dev>/device/current_link_{speed,width}
 #pragma once
 
 #include <cstdint>
@@ -33,6 +37,23 @@ double parse_rate_gbps(const std::string &text);
 // A sysfs counter: decimal digits only (blanks around allowed), no sign, no
 // overflow. False otherwise.
 bool parse_sysfs_u64(const std::string &text, uint64_t *out);
+// Lanes of a rate text: "400 Gb/sec (4X NDR)" -> 4; 0 when it names none.
+int parse_rate_width(const std::string &text);
+
+// current_link_speed: "16.0 GT/s PCIe", "8 GT/s", "2.5 GT/s" -> GT/s; 0
+// for anything else ("Unknown", "").
+double parse_pcie_speed_gts(const std::string &text);
+// The PCIe generation of a link speed (2.5 -> 1 ... 64 -> 6), 0 if none.
+int pcie_gen_of(double gts);
+// The link of a PCI device directory (current_link_speed and _width);
+// measured false with why naming the file when either is unreadable or
+// malformed.
+PcieLinkObs read_pcie_link(const std::string &device_dir);
+// <root>/sys/bus/pci/devices/<pci>; "" when pci is not a PCI address
+// (hex digits, ':' and '.', as NVML and sysfs write it).
+std::string pci_device_dir(const std::string &root, const std::string &pci);
+// The PCIe links of every IB device under root, by device name.
+std::vector<GpuDepthObs::Hca> read_hca_pcie(const std::string &root);
 
 } // namespace admit
 } // namespace onramp

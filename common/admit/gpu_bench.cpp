@@ -172,52 +172,112 @@ uint32_t byte_pattern(uint32_t b)
 
 } // namespace
 
+// One GPU's two buffers (a on the device; b on the device or pinned in
+// the host), a stream and two events, all freed when it goes.
+class CopyRig {
+public:
+	CopyRig(const Cudart &cuda, int dev) : cuda(cuda), dev_(dev) {}
+	~CopyRig()
+	{
+		cuda.SetDevice(dev_);
+		if (e0_)
+			cuda.EventDestroy(e0_);
+		if (e1_)
+			cuda.EventDestroy(e1_);
+		if (s_)
+			cuda.StreamDestroy(s_);
+		if (a)
+			cuda.Free(a);
+		if (b)
+			b_host_ ? cuda.FreeHost(b) : cuda.Free(b);
+	}
+	CopyRig(const CopyRig &) = delete;
+	CopyRig &operator=(const CopyRig &) = delete;
+
+	Status open(uint64_t bytes, bool b_host)
+	{
+		b_host_ = b_host;
+		CUDA_TRY(cuda.SetDevice(dev_));
+		CUDA_TRY(cuda.Malloc(&a, bytes));
+		CUDA_TRY(b_host ? cuda.MallocHost(&b, bytes) : cuda.Malloc(&b, bytes));
+		CUDA_TRY(cuda.Memset(a, 1, bytes));
+		CUDA_TRY(cuda.StreamCreate(&s_));
+		CUDA_TRY(cuda.EventCreate(&e0_));
+		CUDA_TRY(cuda.EventCreate(&e1_));
+		return Status::Ok();
+	}
+	// Event-timed seconds of iterations copies of bytes (after one
+	// unmeasured warm-up copy).
+	Result<double> time(void *dst, const void *src, uint64_t bytes, int kind, int iterations)
+	{
+		CUDA_TRY(cuda.MemcpyAsync(dst, src, bytes, kind, s_));
+		CUDA_TRY(cuda.EventRecord(e0_, s_));
+		for (int i = 0; i < iterations; i++)
+			CUDA_TRY(cuda.MemcpyAsync(dst, src, bytes, kind, s_));
+		CUDA_TRY(cuda.EventRecord(e1_, s_));
+		CUDA_TRY(cuda.EventSynchronize(e1_));
+		float ms = 0;
+		CUDA_TRY(cuda.EventElapsedTime(&ms, e0_, e1_));
+		return ms / 1e3;
+	}
+
+	const Cudart &cuda;
+	void *a = nullptr, *b = nullptr;
+
+private:
+	int dev_;
+	bool b_host_ = false;
+	cudaStream s_ = nullptr;
+	cudaEvent e0_ = nullptr, e1_ = nullptr;
+};
+
 Result<MemBwObs> measure_mem_bw(const Cudart &cuda, int ngpus, uint64_t bytes, int iterations)
 {
 	MemBwObs out;
 	for (int g = 0; g < ngpus; g++) {
-		void *a = nullptr, *b = nullptr;
-		cudaStream s = nullptr;
-		cudaEvent e0 = nullptr, e1 = nullptr;
-		Cleanup done([&] {
-			cuda.SetDevice(g);
-			if (e0)
-				cuda.EventDestroy(e0);
-			if (e1)
-				cuda.EventDestroy(e1);
-			if (s)
-				cuda.StreamDestroy(s);
-			if (a)
-				cuda.Free(a);
-			if (b)
-				cuda.Free(b);
-		});
-		CUDA_TRY(cuda.SetDevice(g));
-		CUDA_TRY(cuda.Malloc(&a, bytes));
-		CUDA_TRY(cuda.Malloc(&b, bytes));
-		CUDA_TRY(cuda.Memset(a, 1, bytes));
-		CUDA_TRY(cuda.StreamCreate(&s));
-		CUDA_TRY(cuda.EventCreate(&e0));
-		CUDA_TRY(cuda.EventCreate(&e1));
-		CUDA_TRY(cuda.MemcpyAsync(b, a, bytes, kCudaMemcpyDeviceToDevice, s)); // warmup
-		CUDA_TRY(cuda.EventRecord(e0, s));
-		for (int i = 0; i < iterations; i++)
-			CUDA_TRY(cuda.MemcpyAsync(b, a, bytes, kCudaMemcpyDeviceToDevice, s));
-		CUDA_TRY(cuda.EventRecord(e1, s));
-		CUDA_TRY(cuda.EventSynchronize(e1));
-		float ms = 0;
-		CUDA_TRY(cuda.EventElapsedTime(&ms, e0, e1));
-		out.gbs.push_back(copy_bw_gbs(bytes, iterations, ms / 1e3));
+		CopyRig rig(cuda, g);
+		Status st = rig.open(bytes, false);
+		if (!st.ok())
+			return st;
+		auto secs = rig.time(rig.b, rig.a, bytes, kCudaMemcpyDeviceToDevice, iterations);
+		if (!secs.ok())
+			return secs.status();
+		out.gbs.push_back(copy_bw_gbs(bytes, iterations, secs.value()));
 		// The reference: no stream, no events, the host's clock.
 		CUDA_TRY(cuda.DeviceSynchronize());
 		auto t0 = std::chrono::steady_clock::now();
 		for (int i = 0; i < iterations; i++) {
-			CUDA_TRY(cuda.Memcpy(b, a, bytes, kCudaMemcpyDeviceToDevice));
+			CUDA_TRY(cuda.Memcpy(rig.b, rig.a, bytes, kCudaMemcpyDeviceToDevice));
 			CUDA_TRY(cuda.DeviceSynchronize()); // a D2D cudaMemcpy may return early
 		}
 		auto t1 = std::chrono::steady_clock::now();
 		out.plain_copy_gbs.push_back(
 		    copy_bw_gbs(bytes, iterations, std::chrono::duration<double>(t1 - t0).count()));
+	}
+	return out;
+}
+
+Result<std::vector<HostCopyBw>> measure_host_copy_bw(const Cudart &cuda, int ngpus, uint64_t bytes,
+                                                     int iterations)
+{
+	std::vector<HostCopyBw> out;
+	for (int g = 0; g < ngpus; g++) {
+		CopyRig rig(cuda, g);
+		Status st = rig.open(bytes, true);
+		if (!st.ok())
+			return st;
+		auto up = rig.time(rig.a, rig.b, bytes, kCudaMemcpyHostToDevice, iterations);
+		if (!up.ok())
+			return up.status();
+		auto down = rig.time(rig.b, rig.a, bytes, kCudaMemcpyDeviceToHost, iterations);
+		if (!down.ok())
+			return down.status();
+		// Bytes cross PCIe once: half of copy_bw_gbs's read + write.
+		HostCopyBw bw;
+		bw.h2d_gbs = up.value() > 0 ? copy_bw_gbs(bytes, iterations, up.value()) / 2 : 0;
+		bw.d2h_gbs =
+		    down.value() > 0 ? copy_bw_gbs(bytes, iterations, down.value()) / 2 : 0;
+		out.push_back(bw);
 	}
 	return out;
 }

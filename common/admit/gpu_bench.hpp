@@ -20,6 +20,13 @@ namespace gpu {
 // followed by cudaDeviceSynchronize, timed by the wall clock
 // (plain_copy_gbs), as an independent check of the timing and the units.
 Result<MemBwObs> measure_mem_bw(const Cudart &cuda, int ngpus, uint64_t bytes, int iterations);
+// Host-to-device and device-to-host copy bandwidth of each GPU (GB/s,
+// bytes moved once over PCIe), pinned host memory, event-timed.
+struct HostCopyBw {
+	double h2d_gbs = 0, d2h_gbs = 0;
+};
+Result<std::vector<HostCopyBw>> measure_host_copy_bw(const Cudart &cuda, int ngpus, uint64_t bytes,
+                                                     int iterations);
 
 // All-reduce (sum of uint32, out of place) over GPUs 0..ngpus-1 of this
 // process: warmup rounds, then best_of samples of iterations each. Rank r

@@ -14,6 +14,7 @@
 ONRAMP_SAME(cudaSuccess, onramp::admit::gpu::kCudaSuccess);
 ONRAMP_SAME(cudaMemcpyDeviceToDevice, onramp::admit::gpu::kCudaMemcpyDeviceToDevice);
 ONRAMP_SAME(cudaMemcpyDeviceToHost, onramp::admit::gpu::kCudaMemcpyDeviceToHost);
+ONRAMP_SAME(cudaMemcpyHostToDevice, onramp::admit::gpu::kCudaMemcpyHostToDevice);
 #endif
 #if __has_include(<nccl.h>) && __has_include(<cuda_runtime.h>)
 #include <nccl.h>
@@ -30,6 +31,18 @@ ONRAMP_SAME(NVML_VOLATILE_ECC, onramp::admit::gpu::kNvmlVolatileEcc);
 ONRAMP_SAME(NVML_ERROR_NOT_SUPPORTED, onramp::admit::gpu::kNvmlErrorNotSupported);
 static_assert(sizeof(nvmlPciInfo_t) <= sizeof(onramp::admit::gpu::nvmlPciInfo),
               "nvmlPciInfo_t size");
+ONRAMP_SAME(NVML_MEMORY_ERROR_TYPE_CORRECTED, onramp::admit::gpu::kNvmlMemoryErrorCorrected);
+ONRAMP_SAME(NVML_CLOCK_SM, onramp::admit::gpu::kNvmlClockSm);
+ONRAMP_SAME(NVML_TEMPERATURE_GPU, onramp::admit::gpu::kNvmlTemperatureGpu);
+ONRAMP_SAME(NVML_FEATURE_ENABLED, onramp::admit::gpu::kNvmlFeatureEnabled);
+ONRAMP_SAME(NVML_ERROR_INSUFFICIENT_SIZE, onramp::admit::gpu::kNvmlErrorInsufficientSize);
+ONRAMP_SAME(NVML_NVLINK_ERROR_DL_REPLAY, onramp::admit::gpu::kNvmlNvlinkErrorDlReplay);
+ONRAMP_SAME(NVML_NVLINK_ERROR_DL_RECOVERY, onramp::admit::gpu::kNvmlNvlinkErrorDlRecovery);
+ONRAMP_SAME(NVML_NVLINK_ERROR_DL_CRC_FLIT, onramp::admit::gpu::kNvmlNvlinkErrorDlCrcFlit);
+ONRAMP_SAME(NVML_NVLINK_ERROR_DL_CRC_DATA, onramp::admit::gpu::kNvmlNvlinkErrorDlCrcData);
+static_assert(sizeof(nvmlMemory_t) == sizeof(onramp::admit::gpu::nvmlMemory), "nvmlMemory_t");
+static_assert(sizeof(nvmlProcessInfo_t) == sizeof(onramp::admit::gpu::nvmlProcessInfo),
+              "nvmlProcessInfo_t size");
 #endif
 #endif
 
@@ -135,6 +148,26 @@ Status load_nvml(Nvml *n)
 	return finish("NVML", h, m);
 }
 
+void load_nvml_depth(const Nvml &nvml, NvmlDepth *d)
+{
+	void *h = nvml.handle;
+	auto opt = [&](const char *part, const char *name, auto *fp, const char *alt = nullptr) {
+		std::string missing;
+		if (!h || !sym(h, name, fp, &missing, alt))
+			d->missing[part] = std::string("NVML has no ") + name;
+	};
+	opt("clock", "nvmlDeviceGetClockInfo", &d->DeviceGetClockInfo);
+	opt("throttle", "nvmlDeviceGetCurrentClocksEventReasons", &d->DeviceGetClocksEventReasons,
+	    "nvmlDeviceGetCurrentClocksThrottleReasons");
+	opt("temperature", "nvmlDeviceGetTemperature", &d->DeviceGetTemperature);
+	opt("power", "nvmlDeviceGetPowerUsage", &d->DeviceGetPowerUsage);
+	opt("memory", "nvmlDeviceGetMemoryInfo", &d->DeviceGetMemoryInfo);
+	opt("persistence", "nvmlDeviceGetPersistenceMode", &d->DeviceGetPersistenceMode);
+	opt("processes", "nvmlDeviceGetComputeRunningProcesses_v3",
+	    &d->DeviceGetComputeRunningProcesses, "nvmlDeviceGetComputeRunningProcesses_v2");
+	opt("nvlink_errors", "nvmlDeviceGetNvLinkErrorCounter", &d->DeviceGetNvLinkErrorCounter);
+}
+
 Status load_cudart(Cudart *c)
 {
 	Status st = open_lib("the CUDA runtime (libcudart)",
@@ -149,6 +182,8 @@ Status load_cudart(Cudart *c)
 	sym(h, "cudaSetDevice", &c->SetDevice, &m);
 	sym(h, "cudaMalloc", &c->Malloc, &m);
 	sym(h, "cudaFree", &c->Free, &m);
+	sym(h, "cudaMallocHost", &c->MallocHost, &m);
+	sym(h, "cudaFreeHost", &c->FreeHost, &m);
 	sym(h, "cudaMemset", &c->Memset, &m);
 	sym(h, "cudaMemcpy", &c->Memcpy, &m);
 	sym(h, "cudaMemcpyAsync", &c->MemcpyAsync, &m);

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <string>
 
 #include "status.hpp"
@@ -34,6 +35,23 @@ enum : int {
 	kNvmlMemoryErrorUncorrected = 1, // NVML_MEMORY_ERROR_TYPE_UNCORRECTED
 	kNvmlVolatileEcc = 0,            // NVML_VOLATILE_ECC
 	kNvmlNvlinkMaxLinks = 18,        // NVML_NVLINK_MAX_LINKS
+	kNvmlMemoryErrorCorrected = 0,   // NVML_MEMORY_ERROR_TYPE_CORRECTED
+	kNvmlClockSm = 1,                // NVML_CLOCK_SM
+	kNvmlTemperatureGpu = 0,         // NVML_TEMPERATURE_GPU
+	kNvmlFeatureEnabled = 1,         // NVML_FEATURE_ENABLED
+	kNvmlErrorInsufficientSize = 7,  // NVML_ERROR_INSUFFICIENT_SIZE
+	kNvmlNvlinkErrorDlReplay = 0,    // NVML_NVLINK_ERROR_DL_REPLAY
+	kNvmlNvlinkErrorDlRecovery = 1,  // NVML_NVLINK_ERROR_DL_RECOVERY
+	kNvmlNvlinkErrorDlCrcFlit = 2,   // NVML_NVLINK_ERROR_DL_CRC_FLIT
+	kNvmlNvlinkErrorDlCrcData = 3,   // NVML_NVLINK_ERROR_DL_CRC_DATA
+};
+struct nvmlMemory { // nvmlMemory_t (v1)
+	unsigned long long total, free, used;
+};
+struct nvmlProcessInfo { // nvmlProcessInfo_t (_v2 and _v3 entry points)
+	unsigned pid;
+	unsigned long long usedGpuMemory;
+	unsigned gpuInstanceId, computeInstanceId;
 };
 
 struct Nvml {
@@ -58,11 +76,35 @@ struct Nvml {
 	std::string err(nvmlReturn r) const;
 };
 
+// The NVML entry points gpu_depth reads, resolved one by one: a driver
+// without one leaves it null and names it in missing, and the part it
+// reads is not measured (never taken as good).
+struct NvmlDepth {
+	nvmlReturn (*DeviceGetClockInfo)(nvmlDevice, int, unsigned *) = nullptr;
+	nvmlReturn (*DeviceGetClocksEventReasons)(nvmlDevice, unsigned long long *) = nullptr;
+	nvmlReturn (*DeviceGetTemperature)(nvmlDevice, int, unsigned *) = nullptr;
+	nvmlReturn (*DeviceGetPowerUsage)(nvmlDevice, unsigned *) = nullptr; // mW
+	nvmlReturn (*DeviceGetMemoryInfo)(nvmlDevice, nvmlMemory *) = nullptr;
+	nvmlReturn (*DeviceGetPersistenceMode)(nvmlDevice, int *) = nullptr;
+	nvmlReturn (*DeviceGetComputeRunningProcesses)(nvmlDevice, unsigned *,
+	                                               nvmlProcessInfo *) = nullptr;
+	nvmlReturn (*DeviceGetNvLinkErrorCounter)(nvmlDevice, unsigned, int,
+	                                          unsigned long long *) = nullptr;
+	std::map<std::string, std::string> missing; // part -> "NVML has no <symbol>"
+};
+// Resolve NvmlDepth's entry points in a loaded NVML.
+void load_nvml_depth(const Nvml &nvml, NvmlDepth *out);
+
 // CUDA runtime
 typedef int cudaError;
 typedef struct CUevent_st *cudaEvent;
 typedef struct CUstream_st *cudaStream;
-enum : int { kCudaSuccess = 0, kCudaMemcpyDeviceToDevice = 3, kCudaMemcpyDeviceToHost = 2 };
+enum : int {
+	kCudaSuccess = 0,
+	kCudaMemcpyHostToDevice = 1,
+	kCudaMemcpyDeviceToHost = 2,
+	kCudaMemcpyDeviceToDevice = 3
+};
 
 struct Cudart {
 	void *handle = nullptr;
@@ -71,6 +113,8 @@ struct Cudart {
 	cudaError (*SetDevice)(int);
 	cudaError (*Malloc)(void **, size_t);
 	cudaError (*Free)(void *);
+	cudaError (*MallocHost)(void **, size_t); // pinned host memory
+	cudaError (*FreeHost)(void *);
 	cudaError (*Memset)(void *, int, size_t);
 	cudaError (*Memcpy)(void *, const void *, size_t, int);
 	cudaError (*MemcpyAsync)(void *, const void *, size_t, int, cudaStream);

@@ -46,15 +46,40 @@ int64_t nonneg_int(JsonReader &r, const json_t *o, const std::string &path, cons
 	return v;
 }
 
+// The link speed of a PCIe generation (1..6).
+double gen_speed_gts(int gen)
+{
+	return gen <= 2 ? 2.5 * gen : 8.0 * (1 << (gen - 3));
+}
+
+// "pcie": {"gen": 5, "width": 16}
+void pcie_of(JsonReader &r, const json_t *o, const std::string &path, int *gen, int *width)
+{
+	const json_t *p = r.obj(o, path, "pcie", false);
+	if (!p)
+		return;
+	std::string pp = JsonReader::join(path, "pcie");
+	r.only_keys(p, pp, {"gen", "width"});
+	*gen = static_cast<int>(r.integer_or(p, pp, "gen", *gen));
+	*width = static_cast<int>(r.integer_or(p, pp, "width", *width));
+	if (!r.failed() && (*gen < 1 || *gen > 6 || *width < 1 || *width > 32))
+		r.error(pp, "gen must be in [1, 6] and width in [1, 32]");
+}
+
+void parse_gpu_depth(JsonReader &r, const json_t *g, const std::string &path, GpuDepthObs::Gpu *d);
+
 void parse_gpu(JsonReader &r, const json_t *g, const std::string &path, int index,
                Profile::Gpu *out)
 {
 	if (!r.expect_object(g, path))
 		return;
-	r.only_keys(g, path,
-	            {"uuid", "serial", "pci", "model", "vbios", "numa", "nearest_nic",
-	             "ecc_uncorrected", "remap_pending", "remap_failed", "nvlink_links",
-	             "nvlink_down", "mem_bw_gbs"});
+	r.only_keys(g, path, {"uuid",          "serial",        "pci",           "model",
+	                      "vbios",         "numa",          "nearest_nic",   "ecc_uncorrected",
+	                      "remap_pending", "remap_failed",  "nvlink_links",  "nvlink_down",
+	                      "mem_bw_gbs",    "sm_clock_mhz",  "throttle",      "temp_c",
+	                      "power_w",       "memory_mib",    "persistence",   "processes",
+	                      "ecc_corrected", "remapped_rows", "nvlink_errors", "pcie",
+	                      "unmeasured",    "h2d_gbs",       "d2h_gbs"});
 	out->info.index = index;
 	out->info.uuid = r.str(g, path, "uuid");
 	out->info.serial = r.str(g, path, "serial");
@@ -84,14 +109,97 @@ void parse_gpu(JsonReader &r, const json_t *g, const std::string &path, int inde
 	out->mem_bw_gbs = r.num(g, path, "mem_bw_gbs");
 	if (!r.failed() && out->mem_bw_gbs < 0)
 		r.error(JsonReader::join(path, "mem_bw_gbs"), "must not be negative");
+	parse_gpu_depth(r, g, path, &out->depth);
+}
+
+// The gpu_depth fields of a simulated GPU.
+void parse_gpu_depth(JsonReader &r, const json_t *g, const std::string &path, GpuDepthObs::Gpu *d)
+{
+	d->sm_clock_min_mhz = static_cast<unsigned>(nonneg_int(r, g, path, "sm_clock_mhz", 1980));
+	for (const auto &t : r.str_list(g, path, "throttle", false)) {
+		uint64_t bit = throttle_reason_bit(t);
+		if (!bit) {
+			r.error(JsonReader::join(path, "throttle"),
+			        "'" + t + "' is not a throttle reason");
+			return;
+		}
+		d->throttle_reasons |= bit;
+	}
+	d->temp_max_c = static_cast<unsigned>(nonneg_int(r, g, path, "temp_c", 55));
+	d->power_max_w = r.num_or(g, path, "power_w", 650);
+	d->memory_total_mib = static_cast<uint64_t>(nonneg_int(r, g, path, "memory_mib", 143771));
+	d->persistence = r.boolean_or(g, path, "persistence", true);
+	d->h2d_gbs = r.num_or(g, path, "h2d_gbs", 55);
+	d->d2h_gbs = r.num_or(g, path, "d2h_gbs", 55);
+	if (const json_t *a = r.arr(g, path, "processes", false)) {
+		size_t i;
+		const json_t *v;
+		json_array_foreach(a, i, v)
+		{
+			if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+			    json_integer_value(v) > 0x7fffffff) {
+				r.error(JsonReader::index(JsonReader::join(path, "processes"), i),
+				        "expected a process id");
+				return;
+			}
+			d->foreign_pids.push_back(static_cast<unsigned>(json_integer_value(v)));
+		}
+	}
+	d->ecc_corrected = static_cast<uint64_t>(nonneg_int(r, g, path, "ecc_corrected", 0));
+	d->remapped_rows = static_cast<unsigned>(nonneg_int(r, g, path, "remapped_rows", 0));
+	parse_counter_map(r, r.obj(g, path, "nvlink_errors", false),
+	                  JsonReader::join(path, "nvlink_errors"), nvlink_error_counters(),
+	                  &d->nvlink_error_delta);
+	d->pcie.gen = 5;
+	d->pcie.width = 16;
+	pcie_of(r, g, path, &d->pcie.gen, &d->pcie.width);
+	d->pcie.speed_gts = gen_speed_gts(d->pcie.gen);
+	d->pcie.measured = true;
+	d->has_clock = d->has_throttle = d->has_temp = d->has_power = d->has_memory = true;
+	d->has_persistence = d->has_processes = d->has_ecc_corrected = d->has_remapped = true;
+	d->has_nvlink_errors = d->has_host_copy = true;
+	// Parts "NVML cannot read": {"unmeasured": ["power: why", ...]}.
+	using G = GpuDepthObs::Gpu;
+	static const std::pair<const char *, bool G::*> parts[] = {
+	    {"clock", &G::has_clock},
+	    {"throttle", &G::has_throttle},
+	    {"temperature", &G::has_temp},
+	    {"power", &G::has_power},
+	    {"memory", &G::has_memory},
+	    {"persistence", &G::has_persistence},
+	    {"processes", &G::has_processes},
+	    {"ecc_corrected", &G::has_ecc_corrected},
+	    {"remapped_rows", &G::has_remapped},
+	    {"nvlink_errors", &G::has_nvlink_errors},
+	    {"host_copy", &G::has_host_copy}};
+	d->unmeasured = r.str_list(g, path, "unmeasured", false);
+	for (const auto &u : d->unmeasured) {
+		std::string part = u.substr(0, u.find(": "));
+		bool known = part == "pcie";
+		if (known) {
+			d->pcie.measured = false;
+			d->pcie.why = u;
+		}
+		for (const auto &p : parts)
+			if (part == p.first) {
+				d->*p.second = false;
+				known = true;
+			}
+		if (!known) {
+			r.error(JsonReader::join(path, "unmeasured"),
+			        "'" + u.substr(0, 64) + "' names no part (\"<part>: why\")");
+			return;
+		}
+	}
 }
 
 void parse_nic(JsonReader &r, const json_t *n, const std::string &path, Profile::Nic *out)
 {
 	if (!r.expect_object(n, path))
 		return;
-	r.only_keys(n, path, {"name", "mac", "fw_ver", "ports"});
+	r.only_keys(n, path, {"name", "mac", "fw_ver", "ports", "pcie"});
 	out->info.name = r.str(n, path, "name");
+	pcie_of(r, n, path, &out->pcie_gen, &out->pcie_width);
 	out->info.mac = r.str_or(n, path, "mac", "");
 	out->info.fw_ver = r.str_or(n, path, "fw_ver", "");
 	const json_t *ports = r.arr(n, path, "ports", false);
@@ -106,7 +214,8 @@ void parse_nic(JsonReader &r, const json_t *n, const std::string &path, Profile:
 			return;
 		r.only_keys(p, pp,
 		            {"port", "state", "phys_state", "link_layer", "rate_gbps",
-		             "link_downed", "link_downed_after"});
+		             "link_downed", "link_downed_after", "counters", "counters_after",
+		             "active_mtu"});
 		Profile::Port port;
 		port.port =
 		    static_cast<int>(r.integer_or(p, pp, "port", static_cast<int64_t>(i) + 1));
@@ -117,6 +226,14 @@ void parse_nic(JsonReader &r, const json_t *n, const std::string &path, Profile:
 		port.link_downed = nonneg_int(r, p, pp, "link_downed", 0);
 		port.link_downed_after =
 		    nonneg_int(r, p, pp, "link_downed_after", port.link_downed);
+		parse_counter_map(r, r.obj(p, pp, "counters", false),
+		                  JsonReader::join(pp, "counters"), fabric_error_counters(),
+		                  &port.counters);
+		port.counters_after = port.counters;
+		parse_counter_map(r, r.obj(p, pp, "counters_after", false),
+		                  JsonReader::join(pp, "counters_after"), fabric_error_counters(),
+		                  &port.counters_after);
+		port.active_mtu = static_cast<int>(nonneg_int(r, p, pp, "active_mtu", 4096));
 		out->ports.push_back(port);
 	}
 }
@@ -392,11 +509,44 @@ public:
 				o.link_layer = port.link_layer;
 				o.has_link_downed = true;
 				o.link_downed = port.link_downed;
+				o.active_mtu = port.active_mtu;
+				o.counters = port.counters;
+				o.counters["link_downed"] = static_cast<uint64_t>(port.link_downed);
 				f.first.push_back(o);
 				o.link_downed = port.link_downed_after;
+				o.counters = port.counters_after;
+				o.counters["link_downed"] =
+				    static_cast<uint64_t>(port.link_downed_after);
 				f.second.push_back(o);
 			}
 		return f;
+	}
+
+	Result<GpuDepthObs> gpu_depth(double load_s) override
+	{
+		GpuDepthObs o;
+		o.load_s = load_s;
+		o.load = "simulated (no load applied)";
+		for (const auto &g : p_.gpus) {
+			GpuDepthObs::Gpu d = g.depth;
+			d.index = g.info.index;
+			d.pci = g.info.pci;
+			o.gpus.push_back(d);
+		}
+		if (!p_.sysfs_root.empty()) {
+			o.hcas = read_hca_pcie(p_.sysfs_root);
+		} else {
+			for (const auto &n : p_.nics) {
+				GpuDepthObs::Hca h;
+				h.dev = n.info.name;
+				h.pcie.measured = true;
+				h.pcie.gen = n.pcie_gen;
+				h.pcie.width = n.pcie_width;
+				h.pcie.speed_gts = gen_speed_gts(n.pcie_gen);
+				o.hcas.push_back(h);
+			}
+		}
+		return o;
 	}
 
 	Result<TopologyObs> topology() override

@@ -27,6 +27,9 @@ struct Profile {
 		int nvlink_links = 18;
 		std::vector<int> nvlink_down; // link numbers
 		double mem_bw_gbs = 0;
+		// What gpu_depth observes (parse_profile's defaults: a healthy
+		// H200 under load; the parts named in "unmeasured" not measured).
+		GpuDepthObs::Gpu depth;
 	};
 	std::vector<Gpu> gpus;
 
@@ -35,10 +38,13 @@ struct Profile {
 		std::string state = "ACTIVE", phys_state = "LinkUp", link_layer = "InfiniBand";
 		double rate_gbps = 0;
 		int64_t link_downed = 0, link_downed_after = 0;
+		std::map<std::string, uint64_t> counters, counters_after; // error counters
+		int active_mtu = 4096;
 	};
 	struct Nic {
 		NicInfo info;
 		std::vector<Port> ports;
+		int pcie_gen = 5, pcie_width = 16;
 	};
 	std::vector<Nic> nics;
 	std::string sysfs_root; // absolute; "" when the ports come from nics

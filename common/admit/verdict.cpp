@@ -20,6 +20,7 @@ const char *const kFabric = "fabric";
 const char *const kTopology = "topology";
 const char *const kNhc = "nhc";
 const char *const kSitePrefix = "site_";
+const char *const kGpuDepth = "gpu_depth";
 const char *const kSimulatedMarker = "[SIMULATED]";
 
 namespace code {
@@ -43,6 +44,19 @@ const char *const kPortRateLow = "PORT_RATE_LOW";
 const char *const kPortFlapping = "PORT_FLAPPING";
 const char *const kPortMissing = "PORT_MISSING";
 const char *const kAffinityMismatch = "AFFINITY_MISMATCH";
+const char *const kPortErrors = "PORT_ERRORS";
+const char *const kPortWidthLow = "PORT_WIDTH_LOW";
+const char *const kPortMtuLow = "PORT_MTU_LOW";
+const char *const kGpuThrottled = "GPU_THROTTLED";
+const char *const kGpuTempHigh = "GPU_TEMP_HIGH";
+const char *const kGpuPowerHigh = "GPU_POWER_HIGH";
+const char *const kPcieDegraded = "PCIE_DEGRADED";
+const char *const kEccCorrectedHigh = "ECC_CORRECTED_HIGH";
+const char *const kRowRemapHigh = "ROW_REMAP_HIGH";
+const char *const kNvlinkErrors = "NVLINK_ERRORS";
+const char *const kGpuMemory = "GPU_MEMORY";
+const char *const kPersistenceOff = "PERSISTENCE_OFF";
+const char *const kGpuForeignProcess = "GPU_FOREIGN_PROCESS";
 const char *const kCheckTimeout = "CHECK_TIMEOUT";
 const char *const kCheckError = "CHECK_ERROR";
 const char *const kBadInput = "BAD_INPUT";
@@ -77,9 +91,9 @@ std::string site_code(const std::string &file)
 
 const std::vector<std::string> &local_checks()
 {
-	static const std::vector<std::string> v = {kInventory, kVersions,      kGpuHealth,
-	                                           kMemBw,     kNcclAllreduce, kFabric,
-	                                           kTopology,  kHost,          kDcgm};
+	static const std::vector<std::string> v = {kInventory,     kVersions, kGpuHealth, kMemBw,
+	                                           kNcclAllreduce, kFabric,   kTopology,  kGpuDepth,
+	                                           kHost,          kDcgm};
 	return v;
 }
 

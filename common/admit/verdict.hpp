@@ -29,6 +29,7 @@ extern const char *const kTopology;
 // of AdmissionSiteChecks, as "site_<file name>".
 extern const char *const kNhc;
 extern const char *const kSitePrefix; // "site_"
+extern const char *const kGpuDepth;
 
 // The node-local checks (every check but nccl_pair), in run order.
 const std::vector<std::string> &local_checks();
@@ -58,6 +59,19 @@ extern const char *const kPortRateLow;        // port rate below the SKU's
 extern const char *const kPortFlapping;       // link_downed rose during the check
 extern const char *const kPortMissing;        // fewer ports than the SKU has
 extern const char *const kAffinityMismatch;   // GPU's nearest NIC / NUMA differs
+extern const char *const kPortErrors;         // a port error counter grew past its limit
+extern const char *const kPortWidthLow;       // a port trained to fewer lanes
+extern const char *const kPortMtuLow;         // a port's active MTU below the SKU's
+extern const char *const kGpuThrottled;       // thermal/power slowdown or low SM clock under load
+extern const char *const kGpuTempHigh;        // temperature over the SKU limit under load
+extern const char *const kGpuPowerHigh;       // power over the SKU limit under load
+extern const char *const kPcieDegraded;       // GPU/HCA PCIe gen or width below the SKU's
+extern const char *const kEccCorrectedHigh;   // volatile corrected ECC over the limit
+extern const char *const kRowRemapHigh;       // remapped rows over the limit
+extern const char *const kNvlinkErrors;       // NVLink error counters grew past the limit
+extern const char *const kGpuMemory;          // GPU memory smaller than the SKU's
+extern const char *const kPersistenceOff;     // persistence mode off
+extern const char *const kGpuForeignProcess;  // a process not ours on a GPU
 extern const char *const kCheckTimeout;       // a check overran its timeout
 extern const char *const kCheckError;         // a check could not measure
 extern const char *const kBadInput;           // our own input is bad (exit 2)

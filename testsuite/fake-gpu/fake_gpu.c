@@ -18,6 +18,7 @@
 #include <time.h>
 
 #define FAKE_GBS 4400.0 /* copy bandwidth, bytes read + written per ns */
+#define FAKE_H2D_GBS 50.0 /* host <-> device, bytes per ns */
 
 struct buf {
 	size_t size;
@@ -104,6 +105,46 @@ int nvmlDeviceGetNvLinkState(void *d, unsigned l, int *a)
 {
 	return (void)d, (void)l, (void)a, 3;
 }
+/* gpu_depth's entry points: a cool, unthrottled GPU at full clock, unless
+ * FAKE_THROTTLE gives clocks event reason bits (hex, e.g. 0x40: HW thermal
+ * slowdown). Built with -DFAKE_NO_POWER it lacks nvmlDeviceGetPowerUsage,
+ * as a driver without that entry point would. */
+int nvmlDeviceGetClockInfo(void *d, int type, unsigned *mhz)
+{
+	return (void)d, (void)type, *mhz = 1980, 0;
+}
+int nvmlDeviceGetCurrentClocksEventReasons(void *d, unsigned long long *r)
+{
+	const char *t = getenv("FAKE_THROTTLE");
+	return (void)d, *r = t ? strtoull(t, NULL, 16) : 0x4, 0;
+}
+int nvmlDeviceGetTemperature(void *d, int sensor, unsigned *c)
+{
+	return (void)d, (void)sensor, *c = 48, 0;
+}
+#ifndef FAKE_NO_POWER
+int nvmlDeviceGetPowerUsage(void *d, unsigned *mw)
+{
+	return (void)d, *mw = 412000, 0;
+}
+#endif
+int nvmlDeviceGetMemoryInfo(void *d, unsigned long long *m)
+{
+	/* nvmlMemory_t: total, free, used */
+	return (void)d, m[0] = 143771ull << 20, m[1] = m[0], m[2] = 0, 0;
+}
+int nvmlDeviceGetPersistenceMode(void *d, int *on)
+{
+	return (void)d, *on = 1, 0;
+}
+int nvmlDeviceGetComputeRunningProcesses_v3(void *d, unsigned *n, void *infos)
+{
+	return (void)d, (void)infos, *n = 0, 0;
+}
+int nvmlDeviceGetNvLinkErrorCounter(void *d, unsigned l, int c, unsigned long long *v)
+{
+	return (void)d, (void)l, (void)c, *v = 0, 0;
+}
 
 /* CUDA runtime */
 int cudaGetDeviceCount(int *n)
@@ -140,9 +181,25 @@ int cudaMemcpy(void *dst, const void *src, size_t n, int kind)
 	take(2.0 * n);
 	return 0;
 }
+int cudaMallocHost(void **p, size_t size)
+{
+	return (*p = calloc(1, size)) ? 0 : 2;
+}
+int cudaFreeHost(void *p)
+{
+	return free(p), 0;
+}
 int cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, void *s)
 {
-	(void)s, (void)kind;
+	(void)s;
+	if (kind == 1 || kind == 2) { /* host <-> device: FAKE_H2D_GBS over "PCIe" */
+		if (kind == 1)
+			((struct buf *)dst)->fill = *(const unsigned char *)src;
+		else
+			memset(dst, ((const struct buf *)src)->fill, n);
+		vclock += n / (FAKE_H2D_GBS * 1e9);
+		return 0;
+	}
 	((struct buf *)dst)->fill = ((const struct buf *)src)->fill;
 	vclock += 2.0 * n / (FAKE_GBS * 1e9);
 	return 0;

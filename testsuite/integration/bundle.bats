@@ -87,7 +87,7 @@ setup_file() {
 
 @test "the report has every check, each saying why it did not run" {
 	jq -e '.inventory.code == "NO_GPU" and (.inventory.detail | test("no GPU"))' "$REPORT"
-	for c in gpu_health mem_bw nccl_allreduce topology; do
+	for c in gpu_health mem_bw nccl_allreduce topology gpu_depth; do
 		jq -e --arg c "$c" '.[$c] | .code == "NO_GPU" and (.detail | endswith("; " + $c + " not run"))' "$REPORT"
 	done
 	# Checks that need no GPU ran on the real backend.
@@ -162,6 +162,45 @@ setup_file() {
 	jq -e '.cases[] | select(.name == "no_gpu") | .verdict.detail |
 		test("NVML lists 1 GPUs but the CUDA runtime sees none .*CUDA_VISIBLE_DEVICES=")' "$r"
 	jq -e '[.cases[] | select(.name == "prolog" or .name == "epilog") | .matched] == [true, true]' "$r"
+}
+
+# gpu_depth through the real backend on the NVML double: a clean GPU
+# passes; thermal slowdown is GPU_THROTTLED naming the GPU; a driver whose
+# NVML lacks the power entry point leaves power unmeasured: inconclusive
+# (INCONCLUSIVE_GPU_DEPTH, exit 2) naming GPU and part, never a pass.
+@test "gpu_depth on the NVML double: passes, GPU_THROTTLED names the GPU, a missing NVML entry point is inconclusive" {
+	local f=$BATS_FILE_TMPDIR/fake-depth
+	mkdir -p "$f/nopower" "$f/base" "$f/state"
+	cc -shared -fPIC -O1 -o "$f/libnvidia-ml.so.1" "$ONRAMP_REPO/testsuite/fake-gpu/fake_gpu.c"
+	cc -shared -fPIC -O1 -DFAKE_NO_POWER -o "$f/nopower/libnvidia-ml.so.1" \
+		"$ONRAMP_REPO/testsuite/fake-gpu/fake_gpu.c"
+	for n in libcudart.so.13 libnccl.so.2; do cp "$f/libnvidia-ml.so.1" "$f/$n"; done
+	jq '.versions = {} | .firmware = {} | .gpu_depth.load_s = 1' \
+		"$ONRAMP_REPO/etc/baselines/H200-SXM-1.json" >"$f/base/H200-SXM-1.json"
+	echo boot-depth >"$f/boot_id"
+	printf '%s\n' GpuBackend=real Sku=H200-SXM-1 "BaselineDir=$f/base" "StateDir=$f/state" \
+		"NodeStateDir=$f/state/node" "BootIdFile=$f/boot_id" "SysfsRoot=$f/root" \
+		CheckRetries=0 >"$f/onramp.conf"
+	depth() {
+		env -i PATH=/usr/bin:/bin "$@" "$B/bin/onramp-admit" --conf "$f/onramp.conf" \
+			--node n1 --json-only --checks gpu_depth
+	}
+	run depth LD_LIBRARY_PATH="$f"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	jq -e '.checks[0] | .status == "PASS" and .data.gpus[0].power_max_w == 412 and
+		.data.gpus[0].throttle_reasons == "sw_power_cap" and .data.gpus[0].memory_mib == 143771 and
+		(.data.gpus[0].h2d_gbs - 50 | fabs) < 0.1 and (.data.gpus[0].d2h_gbs - 50 | fabs) < 0.1' <<<"$output"
+	run depth LD_LIBRARY_PATH="$f" FAKE_THROTTLE=0x40
+	echo "$output"
+	[ "$status" -eq 1 ]
+	jq -e '.code == "GPU_THROTTLED" and
+		(.detail | startswith("gpu_depth: GPU 0 (0000:fa:00.0) throttled under load: hw_thermal"))' <<<"$output"
+	run depth LD_LIBRARY_PATH="$f/nopower:$f"
+	echo "$output"
+	[ "$status" -eq 2 ]
+	jq -e '.checks[0].status == "ERROR" and .code == "INCONCLUSIVE_GPU_DEPTH" and
+		(.detail | test("GPU 0 \\(0000:fa:00.0\\) power: NVML has no nvmlDeviceGetPowerUsage"))' <<<"$output"
 }
 
 # Run as root, run-checks loads no GPU library from a directory another

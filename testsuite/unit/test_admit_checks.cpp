@@ -410,11 +410,269 @@ static void real_backend_without_gpu_fails_closed(void **)
 	assert_string_equal(inv.code.c_str(), "NO_GPU");
 	assert_false(inv.simulated);
 	// Without the inventory having run, each GPU check finds out itself.
-	for (const char *name : {"gpu_health", "mem_bw", "nccl_allreduce", "topology"}) {
+	for (const char *name :
+	     {"gpu_health", "mem_bw", "nccl_allreduce", "topology", "gpu_depth"}) {
 		CheckResult r = run_check(name, ctx);
 		assert_int_equal(r.status, CheckStatus::Fail);
 		assert_string_equal(r.code.c_str(), "NO_GPU");
 	}
+}
+
+// A healthy gpu_depth observation of the SIM-8GPU baseline's SKU.
+static GpuDepthObs healthy_depth()
+{
+	GpuDepthObs o;
+	o.load_s = 30;
+	for (int i = 0; i < 8; i++) {
+		GpuDepthObs::Gpu g;
+		g.index = i;
+		g.pci = "p" + std::to_string(i);
+		g.has_clock = g.has_throttle = g.has_temp = g.has_power = true;
+		g.sm_clock_min_mhz = 1980;
+		g.throttle_reasons = 0x4; // sw_power_cap: normal under load
+		g.temp_max_c = 60;
+		g.power_max_w = 640;
+		g.has_memory = g.has_persistence = g.has_processes = true;
+		g.memory_total_mib = 143771;
+		g.persistence = true;
+		g.has_ecc_corrected = g.has_remapped = g.has_nvlink_errors = true;
+		g.has_host_copy = true;
+		g.h2d_gbs = 52.4;
+		g.d2h_gbs = 51.9;
+		g.nvlink_error_delta = {{"replay", 3}, {"recovery", 0}};
+		g.pcie.measured = true;
+		g.pcie.gen = 5;
+		g.pcie.width = 16;
+		g.pcie.speed_gts = 32;
+		o.gpus.push_back(g);
+		GpuDepthObs::Hca h;
+		h.dev = "mlx5_" + std::to_string(i);
+		h.pcie = g.pcie;
+		o.hcas.push_back(h);
+	}
+	return o;
+}
+
+static void gpu_depth_each_failure_names_its_part(void **)
+{
+	Baseline b = sim_baseline();
+	CheckResult ok = evaluate_gpu_depth(healthy_depth(), b);
+	assert_int_equal(ok.status, CheckStatus::Pass);
+	assert_string_equal(ok.code.c_str(), "OK");
+	struct Case {
+		const char *code, *part;
+		std::function<void(GpuDepthObs &)> hurt;
+	} cases[] = {
+	    {"GPU_THROTTLED", "GPU 3 (p3) throttled under load: hw_thermal",
+	     [](GpuDepthObs &o) { o.gpus[3].throttle_reasons |= 0x40; }},
+	    {"GPU_THROTTLED", "GPU 2 (p2) SM clock 1200 MHz < 1500 MHz",
+	     [](GpuDepthObs &o) { o.gpus[2].sm_clock_min_mhz = 1200; }},
+	    {"GPU_TEMP_HIGH", "GPU 1 (p1) 90 C > 85 C",
+	     [](GpuDepthObs &o) { o.gpus[1].temp_max_c = 90; }},
+	    {"GPU_POWER_HIGH", "GPU 0 (p0) 760 W > 700 W",
+	     [](GpuDepthObs &o) { o.gpus[0].power_max_w = 760; }},
+	    {"PCIE_DEGRADED", "GPU 4 (p4) PCIe Gen5 x8 (32 GT/s): x8 < x16",
+	     [](GpuDepthObs &o) { o.gpus[4].pcie.width = 8; }},
+	    {"PCIE_DEGRADED", "mlx5_5 PCIe Gen3 x16 (8 GT/s): Gen3 < Gen5",
+	     [](GpuDepthObs &o) {
+		     o.hcas[5].pcie.gen = 3;
+		     o.hcas[5].pcie.speed_gts = 8;
+	     }},
+	    {"PCIE_DEGRADED", "GPU 3 (p3) host->device 12.5 GB/s < 40.0 GB/s",
+	     [](GpuDepthObs &o) { o.gpus[3].h2d_gbs = 12.5; }},
+	    {"PCIE_DEGRADED", "GPU 1 (p1) device->host 20.0 GB/s < 40.0 GB/s",
+	     [](GpuDepthObs &o) { o.gpus[1].d2h_gbs = 20; }},
+	    {"NVLINK_ERRORS", "GPU 6 (p6) NVLink recovery errors +2 during load > 0",
+	     [](GpuDepthObs &o) { o.gpus[6].nvlink_error_delta["recovery"] = 2; }},
+	    {"ECC_CORRECTED_HIGH", "GPU 7 (p7) 5000 volatile corrected ECC errors > 1000",
+	     [](GpuDepthObs &o) { o.gpus[7].ecc_corrected = 5000; }},
+	    {"ROW_REMAP_HIGH", "GPU 5 (p5) 20 remapped rows > 16",
+	     [](GpuDepthObs &o) { o.gpus[5].remapped_rows = 20; }},
+	    {"GPU_MEMORY", "GPU 2 (p2) 81559 MiB < 143000 MiB",
+	     [](GpuDepthObs &o) { o.gpus[2].memory_total_mib = 81559; }},
+	    {"PERSISTENCE_OFF", "GPU 1 (p1) persistence mode off",
+	     [](GpuDepthObs &o) { o.gpus[1].persistence = false; }},
+	    {"GPU_FOREIGN_PROCESS", "GPU 0 (p0) runs process 4242",
+	     [](GpuDepthObs &o) { o.gpus[0].foreign_pids = {4242}; }},
+	};
+	for (auto &c : cases) {
+		GpuDepthObs o = healthy_depth();
+		c.hurt(o);
+		CheckResult r = evaluate_gpu_depth(o, b);
+		if (r.code != c.code)
+			print_error("%s: got %s: %s\n", c.code, r.code.c_str(), r.detail.c_str());
+		assert_int_equal(r.status, CheckStatus::Fail);
+		assert_string_equal(r.code.c_str(), c.code);
+		assert_contains(r.detail, c.part);
+	}
+	// Throttling wins over the others; every problem is listed.
+	GpuDepthObs o = healthy_depth();
+	o.gpus[1].persistence = false;
+	o.gpus[3].throttle_reasons |= 0x20;
+	CheckResult r = evaluate_gpu_depth(o, b);
+	assert_string_equal(r.code.c_str(), "GPU_THROTTLED");
+	assert_true(r.value == 2);
+	assert_contains(r.detail, "persistence mode off");
+	// A baseline may make sw_power_cap a failure too.
+	Baseline strict = b;
+	strict.gpu_depth.throttle_fail_mask |= throttle_reason_bit("sw_power_cap");
+	assert_string_equal(evaluate_gpu_depth(healthy_depth(), strict).code.c_str(),
+	                    "GPU_THROTTLED");
+	// No GPU observed is NO_GPU.
+	assert_string_equal(evaluate_gpu_depth(GpuDepthObs(), b).code.c_str(), "NO_GPU");
+}
+
+static void gpu_depth_unmeasured_is_never_a_pass(void **)
+{
+	Baseline b = sim_baseline();
+	GpuDepthObs o = healthy_depth();
+	o.gpus[6].has_power = false;
+	o.gpus[6].unmeasured = {"power: NVML has no nvmlDeviceGetPowerUsage"};
+	CheckResult r = evaluate_gpu_depth(o, b);
+	assert_int_equal(r.status, CheckStatus::Error);
+	assert_string_equal(r.code.c_str(), "CHECK_ERROR");
+	assert_contains(r.detail, "GPU 6 (p6) power: NVML has no nvmlDeviceGetPowerUsage");
+	o.gpus[4].has_host_copy = false;
+	o.gpus[4].unmeasured = {"host_copy: cudaMallocHost: out of memory"};
+	assert_contains(evaluate_gpu_depth(o, b).detail,
+	                "GPU 4 (p4) host_copy: cudaMallocHost: out of memory");
+	o.hcas[2].pcie = PcieLinkObs();
+	o.hcas[2].pcie.why = "x/current_link_speed: No such file";
+	r = evaluate_gpu_depth(o, b);
+	assert_contains(r.detail, "mlx5_2 pcie: x/current_link_speed");
+	// A part the baseline does not judge is not needed.
+	Baseline lax = b;
+	lax.gpu_depth.max_power_w = 0;
+	lax.gpu_depth.hca_pcie_gen = lax.gpu_depth.hca_pcie_width = 0;
+	lax.gpu_depth.min_h2d_gbs = lax.gpu_depth.min_d2h_gbs = 0;
+	assert_int_equal(evaluate_gpu_depth(o, lax).status, CheckStatus::Pass);
+	// A measured failure still fails, the unmeasured part listed.
+	o.gpus[0].temp_max_c = 99;
+	r = evaluate_gpu_depth(o, b);
+	assert_string_equal(r.code.c_str(), "GPU_TEMP_HIGH");
+	assert_contains(r.detail, "; not measured: GPU 4 (p4) host_copy");
+	assert_contains(r.detail, "GPU 6 (p6) power: NVML has no");
+}
+
+static void pcie_links_from_sysfs(void **)
+{
+	assert_true(parse_pcie_speed_gts("16.0 GT/s PCIe\n") == 16);
+	assert_true(parse_pcie_speed_gts("8 GT/s") == 8);
+	assert_true(parse_pcie_speed_gts("2.5 GT/s PCIe") == 2.5);
+	for (const char *bad : {"Unknown", "", "16.0", "16.0 GT/sX", "inf GT/s", "-8 GT/s",
+	                        "0x10 GT/s", "16.0  GT/s"})
+		assert_true(parse_pcie_speed_gts(bad) == 0);
+	assert_int_equal(pcie_gen_of(32), 5);
+	assert_int_equal(pcie_gen_of(2.5), 1);
+	assert_int_equal(pcie_gen_of(64), 6);
+	assert_int_equal(pcie_gen_of(10), 0);
+	std::string root = fabric_tree(2);
+	std::string gpu = pci_device_dir(root, "0000:19:00.0");
+	assert_string_equal(gpu.c_str(), (root + "/sys/bus/pci/devices/0000:19:00.0").c_str());
+	assert_string_equal(pci_device_dir(root, "../../etc").c_str(), "");
+	for (const char *bad : {"", "..", "..7", "0000:19:00.0/..", "0000:19:00", "19:00.0",
+	                        "0000:19:00.0x", "0000:1g:00.0"})
+		assert_string_equal(pci_device_dir(root, bad).c_str(), "");
+	assert_string_equal(pci_device_dir("/", "00000000:3b:00.1").c_str(),
+	                    "/sys/bus/pci/devices/00000000:3b:00.1");
+	put(gpu + "/current_link_speed", "32.0 GT/s PCIe\n");
+	put(gpu + "/current_link_width", "16\n");
+	PcieLinkObs l = read_pcie_link(gpu);
+	assert_true(l.measured);
+	assert_int_equal(l.gen, 5);
+	assert_int_equal(l.width, 16);
+	put(gpu + "/current_link_width", "x16\n");
+	l = read_pcie_link(gpu);
+	assert_false(l.measured);
+	assert_contains(l.why, "not understood");
+	// HCAs: one with its link, one without (unmeasured, with the file).
+	std::string d0 = root + "/sys/class/infiniband/mlx5_0/device/";
+	put(d0 + "current_link_speed", "16.0 GT/s PCIe\n");
+	put(d0 + "current_link_width", "8\n");
+	auto hcas = read_hca_pcie(root);
+	assert_int_equal(hcas.size(), 2);
+	assert_true(hcas[0].pcie.measured);
+	assert_int_equal(hcas[0].pcie.gen, 4);
+	assert_int_equal(hcas[0].pcie.width, 8);
+	assert_false(hcas[1].pcie.measured);
+	assert_contains(hcas[1].pcie.why, "mlx5_1/device/current_link_speed");
+}
+
+static void fabric_counters_width_mtu_and_history(void **)
+{
+	Baseline b = sim_baseline();
+	std::string root = fabric_tree(8);
+	std::string c2 = root + "/sys/class/infiniband/mlx5_2/ports/1/counters/";
+	put(c2 + "symbol_error", "7\n");
+	put(c2 + "port_rcv_errors", "0\n");
+	FabricObs ok = observe(root);
+	assert_int_equal(ok.second[2].counters.at("symbol_error"), 7);
+	assert_int_equal(evaluate_fabric(ok, b).status, CheckStatus::Pass);
+	// Grown past its limit (10) during the check.
+	CheckResult r =
+	    evaluate_fabric(observe(root, [&] { put(c2 + "symbol_error", "5007\n"); }), b);
+	assert_string_equal(r.code.c_str(), "PORT_ERRORS");
+	assert_contains(r.detail, "mlx5_2 port 1 symbol_error +5000");
+	// Within the limit, or a counter the baseline does not limit: pass.
+	put(c2 + "symbol_error", "7\n");
+	assert_int_equal(
+	    evaluate_fabric(observe(root, [&] { put(c2 + "symbol_error", "12\n"); }), b).status,
+	    CheckStatus::Pass);
+	// A garbled counter is an error naming its file.
+	put(c2 + "port_rcv_errors", "12abc\n");
+	auto bad = read_ib_ports(root);
+	assert_false(bad.ok());
+	assert_contains(bad.status().message(), "mlx5_2/ports/1/counters/port_rcv_errors");
+	put(c2 + "port_rcv_errors", "0\n");
+	// A port trained to 2X of 4X.
+	put(root + "/sys/class/infiniband/mlx5_4/ports/1/rate", "400 Gb/sec (2X NDR)\n");
+	r = evaluate_fabric(observe(root), b);
+	assert_string_equal(r.code.c_str(), "PORT_WIDTH_LOW");
+	assert_contains(r.detail, "mlx5_4 port 1 width 2X < 4X");
+	put(root + "/sys/class/infiniband/mlx5_4/ports/1/rate", "400 Gb/sec (4X NDR)\n");
+	// Active MTU (libibverbs on a real node) below the SKU's.
+	FabricObs m = observe(root);
+	m.second[1].active_mtu = 2048;
+	r = evaluate_fabric(m, b);
+	assert_string_equal(r.code.c_str(), "PORT_MTU_LOW");
+	assert_contains(r.detail, "mlx5_1 port 1 active MTU 2048 < 4096");
+	// link_downed grew since the previous admission: flapping; lower (a
+	// reset counter) says nothing.
+	FabricObs h = observe(root);
+	h.previous["mlx5_6/1"]["link_downed"] = 1;
+	h.previous_time = "2026-12-01T10:00:00Z";
+	r = evaluate_fabric(h, b);
+	assert_string_equal(r.code.c_str(), "PORT_FLAPPING");
+	assert_contains(r.detail, "mlx5_6 port 1 link_downed 1 -> 3 since the last admission");
+	assert_contains(r.data.dump(), "\"previous_admission\":\"2026-12-01T10:00:00Z\"");
+	h.previous["mlx5_6/1"]["link_downed"] = 9;
+	assert_int_equal(evaluate_fabric(h, b).status, CheckStatus::Pass);
+}
+
+static void nvlink_mask_spares_links_inactive_by_design(void **)
+{
+	Baseline b = sim_baseline();
+	b.nvlink_mask = 0xfff; // links 0-11 carry traffic on this SKU
+	b.nvlink_active_links = 12;
+	GpuHealthObs h;
+	for (int i = 0; i < 8; i++) {
+		GpuHealthObs::Gpu g;
+		g.index = i;
+		g.pci = "p" + std::to_string(i);
+		g.nvlink_links = 18;
+		g.nvlink_down = {12, 13, 14, 15, 16, 17};
+		h.gpus.push_back(g);
+	}
+	assert_int_equal(evaluate_gpu_health(h, b, 7200).status, CheckStatus::Pass);
+	h.gpus[2].nvlink_down.push_back(4);
+	CheckResult r = evaluate_gpu_health(h, b, 7200);
+	assert_string_equal(r.code.c_str(), "NVLINK_DOWN");
+	assert_contains(r.detail, "GPU 2 (p2) NVLink 4 down of 18");
+	h.gpus[2].nvlink_down.pop_back();
+	h.gpus[5].nvlink_links = 17; // a link gone from NVML's list
+	r = evaluate_gpu_health(h, b, 7200);
+	assert_string_equal(r.code.c_str(), "NVLINK_DOWN");
+	assert_contains(r.detail, "GPU 5 (p5) 11 NVLinks active, SKU has 12");
 }
 
 int main(void)
@@ -430,6 +688,11 @@ int main(void)
 	    cmocka_unit_test(inventory_needs_the_cuda_runtime_to_see_the_gpus),
 	    cmocka_unit_test(inventory_versions_topology),
 	    cmocka_unit_test(real_backend_without_gpu_fails_closed),
+	    cmocka_unit_test(gpu_depth_each_failure_names_its_part),
+	    cmocka_unit_test(gpu_depth_unmeasured_is_never_a_pass),
+	    cmocka_unit_test(pcie_links_from_sysfs),
+	    cmocka_unit_test(fabric_counters_width_mtu_and_history),
+	    cmocka_unit_test(nvlink_mask_spares_links_inactive_by_design),
 	};
 	return cmocka_run_group_tests_name("admit_checks", tests, NULL, NULL);
 }

@@ -1,0 +1,66 @@
+#!/usr/bin/env bats
+# GPU and fabric depth on the live cluster (simulated GPU backend): the
+# gpu_depth check and the fabric's port error counters drain a node with
+# their code and name the part (GPU index, HCA, port); a part NVML cannot
+# read leaves the check unmeasured (INCONCLUSIVE_GPU_DEPTH), never passed. The healthy nodes were
+# admitted at bring-up with the same checks (SIM-8GPU has gpu_depth).
+
+load helpers
+load admission_helpers
+bats_require_minimum_version 1.5.0
+
+setup() {
+	require_cluster
+}
+
+@test "bring-up ran gpu_depth on every node and passed it" {
+	local rec=$ONRAMP_CLUSTER_DIR/nodes/node1/onramp/admission.json
+	[ "$(record_field node1 status)" = PASS ]
+	run jq -r '.verdict.checks[] | select(.name == "gpu_depth") | .status' "$rec"
+	echo "$output"
+	[ "$output" = PASS ]
+	# The fabric check recorded each port's counters for the next admission.
+	run jq -r '.verdict.checks[] | select(.name == "fabric") | .data.ports[0].counters.link_downed' "$rec"
+	[ "$output" = 2 ]
+}
+
+@test "throttled GPU, degraded HCA link and port errors end drained naming the part; an unreadable NVML part leaves the node fenced INCONCLUSIVE" {
+	local conf=$ONRAMP_CLUSTER_DIR/etc/onramp.conf
+	# One retry, 1 s after the first try.
+	cp -p "$conf" "$BATS_TEST_TMPDIR/onramp.conf.orig"
+	{ cat "$conf" && printf 'CheckRetries=1\nCheckRetryBackoff=1\n'; } >"$conf.new"
+	mv "$conf.new" "$conf"
+	set_profile node5 gpu-throttled
+	set_profile node6 pcie-degraded
+	set_profile node7 port-errors
+	set_profile node8 nvml-partial
+	reboot_nodes 'node[5-8]'
+	wait_for 120 "node5 drained" drained_with node5 '^onramp:GPU_THROTTLED: gpu_depth: GPU 3 \(0000:[0-9a-f:.]+\) throttled under load: sw_thermal'
+	wait_for 60 "node6 drained" drained_with node6 '^onramp:PCIE_DEGRADED: gpu_depth: mlx5_5 PCIe Gen5 x8 .*x8 < x16'
+	wait_for 60 "node7 drained" drained_with node7 '^onramp:PORT_ERRORS: fabric: mlx5_2 port 1 symbol_error \+5000'
+	# Could not measure, twice: neither admitted nor drained.
+	wait_for 90 "node8 recorded INCONCLUSIVE" eval '[ "$(record_field node8 status)" = INCONCLUSIVE ]'
+	[ "$(record_field node8 code)" = INCONCLUSIVE_GPU_DEPTH ]
+	[[ $(record_field node8 detail) == *"not measured: GPU 6 "*"power"*"(unmeasured after 2 tries)"* ]]
+	[[ $(node_state node8) != *DRAIN* ]]
+	resv_exists node8
+	for n in node5 node6 node7 node8; do
+		run ! node_admitted "$n"
+	done
+	for n in node5 node6 node7; do
+		[ "$(record_field "$n" status)" = FAIL ]
+	done
+	mv "$BATS_TEST_TMPDIR/onramp.conf.orig" "$conf"
+	restore_nodes 'node[5-8]'
+}
+
+@test "a link that went down since the previous admission is PORT_FLAPPING naming HCA and port" {
+	# node4's record is bring-up's (link_downed 2 on every port).
+	set_profile node4 link-flapped
+	reboot_nodes node4
+	wait_for 120 "node4 drained" drained_with node4 '^onramp:PORT_FLAPPING: fabric: mlx5_4 port 1 link_downed 2 -> 6 since the last admission'
+	run ! node_admitted node4
+	jq -e '.verdict.checks[] | select(.name == "fabric") | .data.previous_admission | test("Z$")' \
+		"$ONRAMP_CLUSTER_DIR/nodes/node4/onramp/admission.json"
+	restore_nodes node4
+}
