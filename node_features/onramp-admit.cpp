@@ -41,7 +41,7 @@ void usage(FILE *f)
 	    "       %s pair (--peer NODE | --peers HOSTLIST) [--conf FILE] [--node NAME]\n"
 	    "                    [--record] [--json-only]\n"
 	    "       %s pair-rank [--conf FILE] [--rendezvous HOST:PORT] [--rank N] "
-	    "[--device N]\n"
+	    "[--device N | --all-gpus]\n"
 	    "       %s orchestrate [--timeout S] [--no-wait] [--json] --job-program PATH "
 	    "NODES\n"
 	    "       %s nodes [NODES] | node (drain|resume|reserve|unreserve) NODE | slurm-user\n"
@@ -69,6 +69,7 @@ struct Options {
 	bool reregister = false; // SIGHUP the node's slurmd after recording
 	int rank = -1, device = -1;
 	bool record = false, json_only = false;
+	bool all_gpus = false; // pair-rank: every GPU of the node, one NCCL rank each
 };
 
 // Write the structured reason for onrampctl (Slurm's node reason format).
@@ -136,7 +137,7 @@ int finish(const Options &o, const Config &cfg, Verdict v, bool pair_only)
 
 int cmd_pair_rank(const Options &o, const Config &cfg)
 {
-	auto opt = pair_rank_options(cfg, o.node, o.rendezvous, o.rank, o.device);
+	auto opt = pair_rank_options(cfg, o.node, o.rendezvous, o.rank, o.device, o.all_gpus);
 	if (!opt.ok())
 		return unjudged(o, opt.status().message());
 	const PairRankOptions &p = opt.value();
@@ -149,6 +150,7 @@ int cmd_pair_rank(const Options &o, const Config &cfg)
 		for (double x : r->samples)
 			s.push(Json::adopt(json_real(x)));
 		j.set("samples", s).set("wrong", static_cast<int64_t>(r->wrong));
+		j.set("nranks", r->nranks);
 	} else {
 		j.set_bool("measured", false).set("why", r.status().message());
 	}
@@ -198,6 +200,7 @@ int main(int argc, char **argv)
 	opts.value("output", &o.output);
 	opts.flag("record", &o.record).flag("json-only", &o.json_only);
 	opts.flag("reregister", &o.reregister).flag("help", &help);
+	opts.flag("all-gpus", &o.all_gpus);
 	// --peer NODE and --peers HOSTLIST, as often as wanted: one list.
 	auto add_peers = [&o](const std::string &v) {
 		o.peers += (o.peers.empty() ? "" : ",") + v;

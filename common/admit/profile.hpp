@@ -27,6 +27,9 @@ struct Profile {
 		int nvlink_links = 18;
 		std::vector<int> nvlink_down; // link numbers
 		double mem_bw_gbs = 0;
+		// This GPU's figure in the all-GPU pair run (a GPU slow only there);
+		// -1: not limiting.
+		double pair_busbw_gbs = -1;
 	};
 	std::vector<Gpu> gpus;
 
@@ -35,6 +38,8 @@ struct Profile {
 		std::string state = "ACTIVE", phys_state = "LinkUp", link_layer = "InfiniBand";
 		double rate_gbps = 0;
 		int64_t link_downed = 0, link_downed_after = 0;
+		// This port's figure in the per-rail pass; -1: the profile's.
+		double rail_busbw_gbs = -1;
 	};
 	struct Nic {
 		NicInfo info;
@@ -47,7 +52,8 @@ struct Profile {
 	std::vector<XidEvent> xids;
 	std::vector<double> nccl_busbw_gbs; // one per sample, cycled
 	bool nccl_corrupt = false;
-	double pair_busbw_gbs = 0;
+	double pair_busbw_gbs = 0;             // the all-GPU pair run's figure
+	double rail_busbw_gbs = 0;             // each rail's figure (default: pair_busbw_gbs)
 	std::string hang_check;                // the check that hangs ("" none)
 	std::string hang_pid_file;             // where the hang writes its pids
 	std::map<std::string, double> delay_s; // check -> seconds

@@ -47,6 +47,7 @@ extern const char *const kNcclBwLow;        // single-node NCCL busbw too low
 extern const char *const kNcclCorrupt;      // NCCL produced wrong results
 extern const char *const kPairBwLow;        // 2-node busbw too low with >= 2 peers
 extern const char *const kPairInconclusive; // one failing peer, or nothing measured
+extern const char *const kRailBwLow;        // one rail (GPU + its HCA port) too low with >= 2 peers
 extern const char *const kPortDown;         // an IB/RoCE port not ACTIVE/LinkUp
 extern const char *const kPortRateLow;      // port rate below the SKU's
 extern const char *const kPortFlapping;     // link_downed rose during the check

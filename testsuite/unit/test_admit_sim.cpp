@@ -52,7 +52,9 @@ static void every_profile_gives_its_code(void **)
 	    {"baseline-mismatch", "FAIL", "VERSION_MISMATCH", "versions"},
 	    {"port-down", "FAIL", "PORT_DOWN", "fabric"},
 	    {"wrong-affinity", "FAIL", "AFFINITY_MISMATCH", "topology"},
-	    {"bad-peer", "PASS", "OK", nullptr}, // healthy locally
+	    {"bad-peer", "PASS", "OK", nullptr},      // healthy locally
+	    {"weak-rail", "PASS", "OK", nullptr},     // only the per-rail pass sees it
+	    {"slow-gpu-pair", "PASS", "OK", nullptr}, // only the all-GPU pair run sees it
 	};
 	AdmitFixture fx;
 	for (auto &tc : cases) {
