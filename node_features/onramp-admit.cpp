@@ -37,7 +37,7 @@ void usage(FILE *f)
 	    f,
 	    "usage: %s [--conf FILE] [--node NAME] [--checks LIST] [--peers HOSTLIST]\n"
 	    "                    [--record [--reregister]] [--json-only] [--reason-file FILE]\n"
-	    "                    [--output FILE]\n"
+	    "                    [--output FILE] [--require-pair] [--untested-peers HOSTLIST]\n"
 	    "       %s pair (--peer NODE | --peers HOSTLIST) [--conf FILE] [--node NAME]\n"
 	    "                    [--record] [--json-only]\n"
 	    "       %s pair-rank [--conf FILE] [--rendezvous HOST:PORT] [--rank N] "
@@ -70,6 +70,9 @@ struct Options {
 	int rank = -1, device = -1;
 	bool record = false, json_only = false;
 	bool all_gpus = false; // pair-rank: every GPU of the node, one NCCL rank each
+	// A full run with no peer at all is PAIR_INCONCLUSIVE, never a pass.
+	bool require_pair = false;
+	std::string untested; // peers not admitted themselves (bring-up)
 };
 
 // Write the structured reason for onrampctl (Slurm's node reason format).
@@ -200,7 +203,8 @@ int main(int argc, char **argv)
 	opts.value("output", &o.output);
 	opts.flag("record", &o.record).flag("json-only", &o.json_only);
 	opts.flag("reregister", &o.reregister).flag("help", &help);
-	opts.flag("all-gpus", &o.all_gpus);
+	opts.flag("all-gpus", &o.all_gpus).flag("require-pair", &o.require_pair);
+	opts.value("untested-peers", &o.untested);
 	// --peer NODE and --peers HOSTLIST, as often as wanted: one list.
 	auto add_peers = [&o](const std::string &v) {
 		o.peers += (o.peers.empty() ? "" : ",") + v;
@@ -248,7 +252,7 @@ int main(int argc, char **argv)
 		return cmd_pair_rank(o, cfg.value());
 	if (o.mode == "prune-verdicts")
 		return cmd_prune_verdicts(o, cfg.value());
-	if (o.mode == "pair" && o.peers.empty())
+	if (o.mode == "pair" && o.peers.empty() && o.untested.empty())
 		return unjudged(o, "pair: give --peer NODE or --peers HOSTLIST");
 	if (o.mode == "pair" && !o.checks.empty())
 		return unjudged(o, "pair: --checks does not apply to the pair test");
@@ -261,6 +265,14 @@ int main(int argc, char **argv)
 		peers = p.value();
 	}
 	AdmitOptions opt;
+	if (!o.untested.empty()) {
+		// Tried after the admitted peers; a failure with one blames nobody.
+		auto p = hostlist_expand(o.untested);
+		if (!p.ok())
+			return unjudged(o, "--untested-peers: " + p.status().message());
+		opt.untested_peers = p.value();
+		peers.insert(peers.end(), p->begin(), p->end());
+	}
 	if (!o.checks.empty()) {
 		auto list = parse_check_list(o.checks);
 		if (!list.ok())
@@ -284,6 +296,8 @@ int main(int argc, char **argv)
 			return unjudged(o, pv.status().message());
 		v.checks.push_back(pv->checks.front());
 		v.inconclusive = pv->inconclusive;
+	} else if (peers.empty() && o.require_pair && o.checks.empty()) {
+		v = require_pair(std::move(v));
 	}
 	return finish(o, cfg.value(), v, false);
 }

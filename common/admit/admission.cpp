@@ -152,10 +152,11 @@ IsolatedRun pair_step(AdmitInputs &in, const AdmitOptions &opt, double timeout,
 // The per-rail pass after the all-GPU run passed (pair.hpp's decide_rails):
 // each peer in turn until every rail is decided. A failed or undecided
 // rail turns *d into RAIL_BW_LOW or PAIR_INCONCLUSIVE; its attempts go to
-// *rails. Without peak.rail_busbw_gbs in the baseline the pass is not run
-// and the detail says so. An error is our own bad input.
+// *rails, each peer it tried to *tried. Without peak.rail_busbw_gbs in the
+// baseline the pass is not run and the detail says so. An error is our own
+// bad input.
 Status rail_pass(AdmitInputs &in, const std::vector<std::string> &peers, const AdmitOptions &opt,
-                 PairDecision *d, Json *rails, double *started)
+                 PairDecision *d, Json *rails, double *started, std::vector<std::string> *tried)
 {
 	double threshold = in.baseline.rail_threshold_gbs(in.cfg);
 	if (threshold <= 0) {
@@ -164,13 +165,15 @@ Status rail_pass(AdmitInputs &in, const std::vector<std::string> &peers, const A
 	}
 	double timeout = static_cast<double>(in.baseline.timeout_s(in.cfg, kNcclPair));
 	std::vector<RailAttempt> attempts;
-	std::vector<std::string> tried;
+	std::vector<std::string> mine;
 	for (const auto &peer : peers) {
-		if (peer == in.node || std::find(tried.begin(), tried.end(), peer) != tried.end())
+		if (peer == in.node || std::find(mine.begin(), mine.end(), peer) != mine.end())
 			continue;
 		if (!attempts.empty() && rails_decided(attempts, threshold))
 			break;
-		tried.push_back(peer);
+		mine.push_back(peer);
+		if (std::find(tried->begin(), tried->end(), peer) == tried->end())
+			tried->push_back(peer);
 		IsolatedRun run = pair_step(in, opt, timeout, [&](CheckResult *r) -> Status {
 			auto obs = in.backend->pair_rails(peer);
 			if (!obs.ok())
@@ -310,6 +313,10 @@ Result<Verdict> run_pair_admission(AdmitInputs &in, const std::vector<std::strin
 	}
 	PairDecision d = decide_pair(attempts, threshold);
 	Json rails = Json::array();
+	auto untested = [&](const std::string &p) {
+		return std::find(opt.untested_peers.begin(), opt.untested_peers.end(), p) !=
+		       opt.untested_peers.end();
+	};
 	if (d.status == CheckStatus::Pass) {
 		// Peers the all-GPU run passed with first, suspects last.
 		std::vector<std::string> order;
@@ -320,9 +327,21 @@ Result<Verdict> run_pair_admission(AdmitInputs &in, const std::vector<std::strin
 			if (std::find(d.suspects.begin(), d.suspects.end(), p) == d.suspects.end())
 				order.push_back(p);
 		order.insert(order.end(), d.suspects.begin(), d.suspects.end());
-		Status st = rail_pass(in, order, opt, &d, &rails, &started);
+		Status st = rail_pass(in, order, opt, &d, &rails, &started, &tried);
 		if (!st.ok())
 			return st;
+	}
+	// A failure with a peer that was not admitted itself blames nobody.
+	std::string strangers;
+	for (const auto &p : tried)
+		if (untested(p))
+			strangers += (strangers.empty() ? "" : ", ") + p;
+	if (d.status == CheckStatus::Fail && !strangers.empty()) {
+		d.status = CheckStatus::Error;
+		d.detail = d.code +
+		           " not blamed on the node: tried with peers not admitted themselves (" +
+		           strangers + "): " + d.detail;
+		d.code = code::kPairInconclusive;
 	}
 	CheckResult r = make_pass(kNcclPair, d.detail);
 	r.status = d.status;
@@ -348,6 +367,22 @@ Result<Verdict> run_pair_admission(AdmitInputs &in, const std::vector<std::strin
 		mark_simulated(&r);
 	v.inconclusive = d.inconclusive();
 	v.checks.push_back(r);
+	return v;
+}
+
+Verdict require_pair(Verdict v)
+{
+	if (!v.passed())
+		return v;
+	CheckResult r =
+	    make_pass(kNcclPair, "node-local checks passed; no tested peer for the pair "
+	                         "test: kept fenced until one exists");
+	r.status = CheckStatus::Error;
+	r.code = code::kPairInconclusive;
+	if (v.simulated)
+		mark_simulated(&r);
+	v.checks.push_back(r);
+	v.inconclusive = true;
 	return v;
 }
 

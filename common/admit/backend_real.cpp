@@ -388,13 +388,16 @@ public:
 	// same name. A GPU with no affine HCA found is an unmeasured rail.
 	Result<std::vector<RailObs>> pair_rails(const std::string &peer) override
 	{
+		std::vector<RailObs> out;
 		auto topo = topology();
-		if (!topo.ok())
-			return topo.status();
+		if (!topo.ok()) {
+			// Not our input: no rail could be measured (inconclusive).
+			log_info("nccl_pair: per-rail pass: %s", topo.status().message().c_str());
+			return out;
+		}
 		std::vector<PortObs> ports;
 		if (auto p = read_ib_ports(cfg_.str("SysfsRoot")); p.ok())
 			ports = p.value();
-		std::vector<RailObs> out;
 		for (const auto &g : topo->gpus) {
 			RailObs r;
 			r.gpu = g.index;

@@ -38,14 +38,14 @@ bool pair_attempt_ok(const PairAttempt &a, double threshold_gbs)
 
 namespace {
 
-std::string describe(const PairAttempt &a)
+std::string describe(const PairAttempt &a, bool with_note = true)
 {
 	if (!a.measured)
 		return a.peer + " (no result: " + a.why + ")";
 	if (a.wrong)
 		return strprintf("%s (%llu wrong results)", a.peer.c_str(),
 		                 static_cast<unsigned long long>(a.wrong));
-	if (!a.note.empty())
+	if (with_note && !a.note.empty())
 		return strprintf("%s (%.1f GB/s; %s)", a.peer.c_str(), a.busbw_gbs, a.note.c_str());
 	return strprintf("%s (%.1f GB/s)", a.peer.c_str(), a.busbw_gbs);
 }
@@ -128,10 +128,17 @@ PairDecision decide_pair(const std::vector<PairAttempt> &attempts, double thresh
 		                               [](const PairAttempt *a) { return a->wrong > 0; });
 		d.status = CheckStatus::Fail;
 		d.code = all_corrupt ? code::kNcclCorrupt : code::kPairBwLow;
-		d.detail = strprintf("nccl_pair below %.1f GB/s with %zu peers: ", threshold_gbs,
-		                     failures.size());
+		// The part the backend named, said first when every failure names it
+		// (a node's reason is cut short in Slurm).
+		std::string note = failures[0]->note;
+		for (const auto *f : failures)
+			if (f->note != note)
+				note.clear();
+		d.detail =
+		    strprintf("nccl_pair below %.1f GB/s with %zu peers%s: ", threshold_gbs,
+		              failures.size(), note.empty() ? "" : (" (" + note + ")").c_str());
 		for (size_t i = 0; i < failures.size(); i++)
-			d.detail += (i ? ", " : "") + describe(*failures[i]);
+			d.detail += (i ? ", " : "") + describe(*failures[i], note.empty());
 		d.detail += unmeasured;
 		return d;
 	}

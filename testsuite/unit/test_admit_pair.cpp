@@ -664,7 +664,8 @@ static void sim_all_gpu_run_and_rails(void **)
 	v = pair(fx, "slow", {"good1", "good2"});
 	assert_string_equal(v->status().c_str(), "FAIL");
 	assert_string_equal(v->code().c_str(), "PAIR_BW_LOW");
-	assert_contains(v->detail(), "good1 (20.0 GB/s; slowest: slow GPU 3)");
+	assert_contains(v->detail(),
+	                "with 2 peers (slowest: slow GPU 3): good1 (20.0 GB/s), good2");
 }
 
 // The real backend's launches: the all-GPU run asks each pair-rank for
@@ -704,6 +705,54 @@ static void pair_launch_all_gpus_and_one_rail(void **)
 	unsetenv(kPairPeerEnv);
 }
 
+// A node used to be admitted with no pair test at all when no admitted
+// peer existed ("7 checks passed", no nccl_pair). With --require-pair (what
+// the admission job passes) it stays fenced: PAIR_INCONCLUSIVE, exit 2,
+// nothing recorded. Peers that are not admitted themselves
+// (--untested-peers, a bring-up) admit it on a pass and never drain it.
+static void no_admission_without_a_pair_test(void **)
+{
+	AdmitFixture fx;
+	fx.profile("new", "healthy");
+	fx.profile("u1", "healthy");
+	fx.profile("b1", "bad-peer");
+	fx.profile("b2", "bad-peer");
+	fx.profile("badnew", "bad-peer");
+	fx.boot("new", "x");
+	fx.boot("badnew", "y");
+	std::string c = "--conf " + fx.conf;
+	auto r = run_admit(c + " --node new --record --require-pair");
+	assert_int_equal(r.rc, 2);
+	assert_contains(r.out, "PAIR_INCONCLUSIVE");
+	assert_contains(r.out, "no tested peer");
+	assert_false(read_record(fx.record("new")).ok());
+	// A partial run (--checks) records nothing anyway and is left alone.
+	assert_int_equal(run_admit(c + " --node new --checks inventory --require-pair").rc, 0);
+	// Untested peers that fail blame nobody, whatever their number.
+	assert_int_equal(
+	    run_admit(c + " --node new --record --require-pair --untested-peers b[1-2]").rc, 2);
+	assert_false(read_record(fx.record("new")).ok());
+	assert_int_equal(
+	    run_admit(c + " --node badnew --record --require-pair --untested-peers u1,new").rc, 2);
+	assert_false(read_record(fx.record("badnew")).ok());
+	// A pass with an untested peer admits: both sides reached the busbw.
+	assert_int_equal(
+	    run_admit(c + " --node new --record --require-pair --untested-peers u1").rc, 0);
+	auto rec = read_record(fx.record("new"));
+	assert_true(rec.ok());
+	assert_string_equal(rec->status.c_str(), "PASS");
+	assert_contains(rec->detail, "with u1");
+	// An untested peer only in the per-rail pass blames nobody either.
+	fx.profile("weak", "weak-rail");
+	fx.boot("weak", "z");
+	auto w =
+	    run_admit(c + " --node weak --record --require-pair --peers u1 --untested-peers new");
+	assert_int_equal(w.rc, 2);
+	assert_contains(w.out, "RAIL_BW_LOW not blamed on the node: tried with peers not admitted "
+	                       "themselves (new)");
+	assert_false(read_record(fx.record("weak")).ok());
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -724,6 +773,7 @@ int main(void)
 	    cmocka_unit_test(rails_are_judged_one_by_one_with_the_blame_rule),
 	    cmocka_unit_test(sim_all_gpu_run_and_rails),
 	    cmocka_unit_test(pair_launch_all_gpus_and_one_rail),
+	    cmocka_unit_test(no_admission_without_a_pair_test),
 	};
 	return cmocka_run_group_tests_name("admit_pair", tests, NULL, NULL);
 }
