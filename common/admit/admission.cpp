@@ -222,6 +222,14 @@ Status rail_pass(AdmitInputs &in, const std::vector<std::string> &peers, const A
 	RailDecision rd = decide_rails(in.node, attempts, threshold);
 	if (attempts.empty())
 		rd.detail = "per-rail pass: nothing measured with any peer";
+	if (rd.status == CheckStatus::Pass &&
+	    rd.rails < static_cast<size_t>(in.baseline.gpu_count)) {
+		// A rail the backend did not list is a rail not tested.
+		rd.status = CheckStatus::Error;
+		rd.code = code::kPairInconclusive;
+		rd.detail = strprintf("per-rail pass: only %zu of %d rails measured", rd.rails,
+		                      in.baseline.gpu_count);
+	}
 	if (rd.status == CheckStatus::Pass) {
 		d->detail += "; " + rd.detail;
 		return Status::Ok();

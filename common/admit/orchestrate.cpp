@@ -232,7 +232,13 @@ private:
 			*peers =
 			    pick_peers(all.value(), node, o_.feature, ordinal_, o_.peers_wanted);
 			bool admitted = other_admitted(all.value(), node, o_.feature);
-			if (!peers->empty() || !admitted || h_.now() >= until)
+			// Not responding: a slurmctld that restarted, a node re-registering;
+			// what its features say is not known yet.
+			bool pending =
+			    std::any_of(all->begin(), all->end(), [&](const slurm::Node &n) {
+				    return n.name != node && !n.responding;
+			    });
+			if (!peers->empty() || !(admitted || pending) || h_.now() >= until)
 				break;
 			if (!said)
 				log_info("node %s: no admitted peer usable now; waiting up to %ds "
@@ -601,9 +607,10 @@ std::vector<std::string> pick_untested_peers(const std::vector<slurm::Node> &nod
 			continue;
 		auto n = std::find_if(nodes.begin(), nodes.end(),
 		                      [&](const slurm::Node &x) { return x.name == name; });
-		if (n == nodes.end() || !n->responding ||
-		    (n->drain && !n->reason.empty() &&
-		     !slurm::has_prefix(n->reason, kReasonPrefix)))
+		// Responding or not right now (a node of this run may be
+		// re-registering after its own admission): its job waits for it.
+		if (n == nodes.end() || (n->drain && !n->reason.empty() &&
+		                         !slurm::has_prefix(n->reason, kReasonPrefix)))
 			continue;
 		ok.push_back(name);
 	}

@@ -232,7 +232,9 @@ RailDecision decide_rails(const std::string &node, const std::vector<RailAttempt
 {
 	RailDecision d;
 	std::vector<std::string> failed, undecided;
-	for (const auto &r : by_rail(attempts)) {
+	auto seen = by_rail(attempts);
+	d.rails = seen.size();
+	for (const auto &r : seen) {
 		if (rail_passed(r, threshold_gbs))
 			continue;
 		auto f = rail_failures(r, threshold_gbs);

@@ -69,6 +69,7 @@ struct RailDecision {
 	std::string code;                        // OK, RAIL_BW_LOW, PAIR_INCONCLUSIVE
 	std::string detail;
 	std::vector<int> failed_gpus; // the rails that failed, by GPU
+	size_t rails = 0;             // distinct rails seen
 	bool inconclusive() const { return code == "PAIR_INCONCLUSIVE"; }
 };
 bool rail_ok(const RailObs &r, double threshold_gbs);

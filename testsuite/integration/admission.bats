@@ -217,7 +217,7 @@ teardown() {
 	echo "$output"
 	[ "$status" -eq 1 ]
 	wait_for 60 "$slow drained PAIR_BW_LOW" drained_with "$slow" \
-		"^onramp:PAIR_BW_LOW: nccl_pair below 40\\.0 GB/s with 2 peers \\(slowest: $slow GPU 3\\): node[0-9]+ \\(20\\.0 GB/s\\)"
+		"^onramp:PAIR_BW_LOW: nccl_pair below 40\\.0 GB/s with 2 peers \\(slowest: $slow GPU 3\\): node[0-9]+ "
 	# A healthy node passes the all-GPU run and every rail.
 	run "$ONRAMPCTL" admit "$good"
 	echo "$output"

@@ -660,6 +660,16 @@ static void sim_all_gpu_run_and_rails(void **)
 	assert_true(v->inconclusive);
 	assert_string_equal(v->code().c_str(), "PAIR_INCONCLUSIVE");
 
+	// A backend that lists fewer rails than the SKU's GPUs tested too few.
+	auto half = json_parse(slurp(src_path("etc/sim-profiles/healthy.json")), "healthy");
+	assert_true(half.ok());
+	while (json_array_size(json_object_get(half->get(), "gpus")) > 4)
+		json_array_remove(json_object_get(half->get(), "gpus"), 4);
+	put(fx.profiles + "/half.json", half->dump());
+	v = pair(fx, "half", {"good1", "good2"});
+	assert_true(v->inconclusive);
+	assert_contains(v->detail(), "per-rail pass: only 4 of 8 rails measured");
+
 	// One GPU slow in the all-GPU run: PAIR_BW_LOW naming it.
 	v = pair(fx, "slow", {"good1", "good2"});
 	assert_string_equal(v->status().c_str(), "FAIL");
