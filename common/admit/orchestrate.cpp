@@ -234,10 +234,14 @@ private:
 			bool admitted = other_admitted(all.value(), node, o_.feature);
 			// Not responding: a slurmctld that restarted, a node re-registering;
 			// what its features say is not known yet.
+			// A slurmctld that started moments ago has not heard every
+			// node's features yet either.
 			bool pending =
-			    std::any_of(all->begin(), all->end(), [&](const slurm::Node &n) {
-				    return n.name != node && !n.responding;
-			    });
+			    std::any_of(all->begin(), all->end(),
+			                [&](const slurm::Node &n) {
+				                return n.name != node && !n.responding;
+			                }) ||
+			    (boot_ > 0 && h_.wall() - static_cast<double>(boot_) < o_.peer_wait_s);
 			if (!peers->empty() || !(admitted || pending) || h_.now() >= until)
 				break;
 			if (!said)
