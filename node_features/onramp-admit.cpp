@@ -38,11 +38,11 @@ void usage(FILE *f)
 	    f,
 	    "usage: %s [--conf FILE] [--node NAME] [--checks LIST] [--peers HOSTLIST]\n"
 	    "                    [--record [--reregister]] [--json-only] [--reason-file FILE]\n"
-	    "                    [--output FILE]\n"
+	    "                    [--output FILE] [--require-pair] [--untested-peers HOSTLIST]\n"
 	    "       %s pair (--peer NODE | --peers HOSTLIST) [--conf FILE] [--node NAME]\n"
 	    "                    [--record] [--json-only]\n"
 	    "       %s pair-rank [--conf FILE] [--rendezvous HOST:PORT] [--rank N] "
-	    "[--device N]\n"
+	    "[--device N | --all-gpus]\n"
 	    "       %s orchestrate [--timeout S] [--no-wait] [--json] --job-program PATH "
 	    "NODES\n"
 	    "       %s nodes [NODES] | node (drain|resume|reserve|unreserve) NODE | slurm-user\n"
@@ -72,6 +72,10 @@ struct Options {
 	bool reregister = false; // SIGHUP the node's slurmd after recording
 	int rank = -1, device = -1;
 	bool record = false, json_only = false;
+	bool all_gpus = false; // pair-rank: every GPU of the node, one NCCL rank each
+	// A full run with no peer at all is PAIR_INCONCLUSIVE, never a pass.
+	bool require_pair = false;
+	std::string untested; // peers not admitted themselves (bring-up)
 };
 
 // Write the structured reason for onrampctl (Slurm's node reason format).
@@ -141,7 +145,7 @@ int finish(const Options &o, const Config &cfg, Verdict v, bool pair_only)
 
 int cmd_pair_rank(const Options &o, const Config &cfg)
 {
-	auto opt = pair_rank_options(cfg, o.node, o.rendezvous, o.rank, o.device);
+	auto opt = pair_rank_options(cfg, o.node, o.rendezvous, o.rank, o.device, o.all_gpus);
 	if (!opt.ok())
 		return unjudged(o, opt.status().message());
 	const PairRankOptions &p = opt.value();
@@ -154,6 +158,7 @@ int cmd_pair_rank(const Options &o, const Config &cfg)
 		for (double x : r->samples)
 			s.push(Json::adopt(json_real(x)));
 		j.set("samples", s).set("wrong", static_cast<int64_t>(r->wrong));
+		j.set("nranks", r->nranks);
 	} else {
 		j.set_bool("measured", false).set("why", r.status().message());
 	}
@@ -203,6 +208,8 @@ int main(int argc, char **argv)
 	opts.value("output", &o.output);
 	opts.flag("record", &o.record).flag("json-only", &o.json_only);
 	opts.flag("reregister", &o.reregister).flag("help", &help);
+	opts.flag("all-gpus", &o.all_gpus).flag("require-pair", &o.require_pair);
+	opts.value("untested-peers", &o.untested);
 	// --peer NODE and --peers HOSTLIST, as often as wanted: one list.
 	auto add_peers = [&o](const std::string &v) {
 		o.peers += (o.peers.empty() ? "" : ",") + v;
@@ -250,7 +257,7 @@ int main(int argc, char **argv)
 		return cmd_pair_rank(o, cfg.value());
 	if (o.mode == "prune-verdicts")
 		return cmd_prune_verdicts(o, cfg.value());
-	if (o.mode == "pair" && o.peers.empty())
+	if (o.mode == "pair" && o.peers.empty() && o.untested.empty())
 		return unjudged(o, "pair: give --peer NODE or --peers HOSTLIST");
 	if (o.mode == "pair" && !o.checks.empty())
 		return unjudged(o, "pair: --checks does not apply to the pair test");
@@ -263,6 +270,14 @@ int main(int argc, char **argv)
 		peers = p.value();
 	}
 	AdmitOptions opt;
+	if (!o.untested.empty()) {
+		// Tried after the admitted peers; a failure with one blames nobody.
+		auto p = hostlist_expand(o.untested);
+		if (!p.ok())
+			return unjudged(o, "--untested-peers: " + p.status().message());
+		opt.untested_peers = p.value();
+		peers.insert(peers.end(), p->begin(), p->end());
+	}
 	if (!o.checks.empty()) {
 		auto list = parse_check_list(o.checks);
 		if (!list.ok())
@@ -293,6 +308,8 @@ int main(int argc, char **argv)
 			return unjudged(o, pv.status().message());
 		v.checks.push_back(pv->checks.front());
 		v.inconclusive = pv->inconclusive;
+	} else if (peers.empty() && o.require_pair && o.checks.empty()) {
+		v = require_pair(std::move(v));
 	}
 	return finish(o, cfg.value(), v, false);
 }

@@ -196,6 +196,125 @@ Verdict run_admission(AdmitInputs &in, const AdmitOptions &opt)
 	return v;
 }
 
+namespace {
+
+// One step of the pair test in a child process (the runner's timeout and
+// process group): measure fills the result; its error is our own bad input
+// (a malformed peer profile), code BAD_INPUT.
+IsolatedRun pair_step(AdmitInputs &in, const AdmitOptions &opt, double timeout,
+                      const std::function<Status(CheckResult *)> &measure)
+{
+	return run_isolated(
+	    kNcclPair, timeout,
+	    [&]() -> CheckResult {
+		    in.backend->enter_check(kNcclPair);
+		    CheckResult r = make_pass(kNcclPair, "");
+		    Status st = measure(&r);
+		    if (!st.ok()) {
+			    r = make_fail(kNcclPair, code::kBadInput, st.message());
+			    r.status = CheckStatus::Error;
+		    }
+		    return r;
+	    },
+	    [&](pid_t pgid) {
+		    if (opt.on_spawn)
+			    opt.on_spawn(kNcclPair, pgid);
+	    });
+}
+
+// The per-rail pass after the all-GPU run passed (pair.hpp's decide_rails):
+// each peer in turn until every rail is decided. A failed or undecided
+// rail turns *d into RAIL_BW_LOW or PAIR_INCONCLUSIVE; its attempts go to
+// *rails, each peer it tried to *tried. Without peak.rail_busbw_gbs in the
+// baseline the pass is not run and the detail says so. An error is our own
+// bad input.
+Status rail_pass(AdmitInputs &in, const std::vector<std::string> &peers, const AdmitOptions &opt,
+                 PairDecision *d, Json *rails, double *started, std::vector<std::string> *tried)
+{
+	double threshold = in.baseline.rail_threshold_gbs(in.cfg);
+	if (threshold <= 0) {
+		d->detail += "; per-rail pass off (no peak.rail_busbw_gbs in the baseline)";
+		return Status::Ok();
+	}
+	double timeout = static_cast<double>(in.baseline.timeout_s(in.cfg, kNcclPair));
+	std::vector<RailAttempt> attempts;
+	std::vector<std::string> mine;
+	for (const auto &peer : peers) {
+		if (peer == in.node || std::find(mine.begin(), mine.end(), peer) != mine.end())
+			continue;
+		if (!attempts.empty() && rails_decided(attempts, threshold))
+			break;
+		mine.push_back(peer);
+		if (std::find(tried->begin(), tried->end(), peer) == tried->end())
+			tried->push_back(peer);
+		IsolatedRun run = pair_step(in, opt, timeout, [&](CheckResult *r) -> Status {
+			auto obs = in.backend->pair_rails(peer);
+			if (!obs.ok())
+				return obs.status();
+			Json list = Json::array();
+			for (const auto &o : obs.value()) {
+				Json j = Json::object();
+				j.set("gpu", o.gpu).set("hca", o.hca).set("port", o.port);
+				j.set_bool("measured", o.measured).set("busbw_gbs", o.busbw_gbs);
+				j.set("wrong", static_cast<int64_t>(o.wrong)).set("why", o.why);
+				list.push(j);
+			}
+			r->data = list;
+			return Status::Ok();
+		});
+		*started += run.result.duration_s;
+		if (run.result.code == code::kBadInput)
+			return Status::Error(run.result.detail);
+		const json_t *list = run.result.data.get();
+		if (run.result.status != CheckStatus::Pass || !json_is_array(list)) {
+			// Nothing measured with this peer (timeout, crash): no evidence.
+			log_info("%s: per-rail pass with %s measured nothing (%s)", in.node.c_str(),
+			         peer.c_str(), run.result.detail.c_str());
+			continue;
+		}
+		size_t i;
+		const json_t *e;
+		json_array_foreach(list, i, e)
+		{
+			RailAttempt a;
+			a.peer = peer;
+			JsonReader jr("per-rail result");
+			a.obs.gpu = static_cast<int>(jr.integer_or(e, "", "gpu", 0));
+			a.obs.hca = jr.str_or(e, "", "hca", "");
+			a.obs.port = static_cast<int>(jr.integer_or(e, "", "port", 1));
+			a.obs.measured = jr.boolean_or(e, "", "measured", false);
+			a.obs.busbw_gbs = jr.num_or(e, "", "busbw_gbs", 0);
+			a.obs.wrong = static_cast<uint64_t>(jr.integer_or(e, "", "wrong", 0));
+			a.obs.why = jr.str_or(e, "", "why", "");
+			attempts.push_back(a);
+			Json t = Json::adopt(json_deep_copy(e));
+			t.set("peer", peer);
+			rails->push(t);
+		}
+	}
+	RailDecision rd = decide_rails(in.node, attempts, threshold);
+	if (attempts.empty())
+		rd.detail = "per-rail pass: nothing measured with any peer";
+	if (rd.status == CheckStatus::Pass &&
+	    rd.rails < static_cast<size_t>(in.baseline.gpu_count)) {
+		// A rail the backend did not list is a rail not tested.
+		rd.status = CheckStatus::Error;
+		rd.code = code::kPairInconclusive;
+		rd.detail = strprintf("per-rail pass: only %zu of %d rails measured", rd.rails,
+		                      in.baseline.gpu_count);
+	}
+	if (rd.status == CheckStatus::Pass) {
+		d->detail += "; " + rd.detail;
+		return Status::Ok();
+	}
+	d->status = rd.status;
+	d->code = rd.code;
+	d->detail = rd.detail + " (all-GPU run: " + d->detail + ")";
+	return Status::Ok();
+}
+
+} // namespace
+
 Result<Verdict> run_pair_admission(AdmitInputs &in, const std::vector<std::string> &peers,
                                    const AdmitOptions &opt)
 {
@@ -209,32 +328,21 @@ Result<Verdict> run_pair_admission(AdmitInputs &in, const std::vector<std::strin
 	// One attempt with peer, appended to attempts; an error is our own bad
 	// input (a malformed peer profile), checked before forking.
 	auto attempt = [&](const std::string &peer) -> Status {
-		IsolatedRun run = run_isolated(
-		    kNcclPair, timeout,
-		    [&]() -> CheckResult {
-			    in.backend->enter_check(kNcclPair);
-			    auto obs = in.backend->pair_busbw(peer);
-			    CheckResult r = make_pass(kNcclPair, "");
-			    if (!obs.ok()) {
-				    r = make_fail(kNcclPair, code::kBadInput,
-				                  obs.status().message());
-				    r.status = CheckStatus::Error;
-				    return r;
-			    }
-			    r.value = obs->measured ? obs->busbw_gbs : NAN;
-			    r.samples = obs->samples;
-			    // No number is no verdict on anyone (decide_pair).
-			    r.status = obs->measured ? CheckStatus::Pass : CheckStatus::Error;
-			    r.detail = obs->why;
-			    Json d = Json::object();
-			    d.set("wrong", static_cast<int64_t>(obs->wrong));
-			    r.data = d;
-			    return r;
-		    },
-		    [&](pid_t pgid) {
-			    if (opt.on_spawn)
-				    opt.on_spawn(kNcclPair, pgid);
-		    });
+		IsolatedRun run = pair_step(in, opt, timeout, [&](CheckResult *r) -> Status {
+			auto obs = in.backend->pair_busbw(peer);
+			if (!obs.ok())
+				return obs.status();
+			r->value = obs->measured ? obs->busbw_gbs : NAN;
+			r->samples = obs->samples;
+			// No number is no verdict on anyone (decide_pair).
+			r->status = obs->measured ? CheckStatus::Pass : CheckStatus::Error;
+			r->detail = obs->why;
+			Json d = Json::object();
+			d.set("wrong", static_cast<int64_t>(obs->wrong));
+			d.set("nranks", obs->nranks).set("note", obs->note);
+			r->data = d;
+			return Status::Ok();
+		});
 		started += run.result.duration_s;
 		if (run.result.code == code::kBadInput)
 			return Status::Error(run.result.detail);
@@ -247,11 +355,18 @@ Result<Verdict> run_pair_admission(AdmitInputs &in, const std::vector<std::strin
 			a.wrong = static_cast<uint64_t>(
 			    json_integer_value(json_object_get(run.result.data.get(), "wrong")));
 		a.why = run.result.detail;
+		if (run.result.data && json_is_object(run.result.data.get()))
+			if (const char *n =
+			        json_string_value(json_object_get(run.result.data.get(), "note")))
+				a.note = n;
 		attempts.push_back(a);
 		Json t = Json::object();
 		t.set("peer", peer).set("status", check_status_name(run.result.status));
 		t.set("busbw_gbs", run.result.value).set("duration_s", run.result.duration_s);
 		t.set("wrong", static_cast<int64_t>(a.wrong)).set("detail", run.result.detail);
+		if (run.result.data && json_is_object(run.result.data.get()))
+			t.set("nranks", static_cast<int64_t>(json_integer_value(
+			                    json_object_get(run.result.data.get(), "nranks"))));
 		tries.push(t);
 		return Status::Ok();
 	};
@@ -278,6 +393,37 @@ Result<Verdict> run_pair_admission(AdmitInputs &in, const std::vector<std::strin
 		}
 	}
 	PairDecision d = decide_pair(attempts, threshold);
+	Json rails = Json::array();
+	auto untested = [&](const std::string &p) {
+		return std::find(opt.untested_peers.begin(), opt.untested_peers.end(), p) !=
+		       opt.untested_peers.end();
+	};
+	if (d.status == CheckStatus::Pass) {
+		// Peers the all-GPU run passed with first, suspects last.
+		std::vector<std::string> order;
+		for (const auto &a : attempts)
+			if (pair_attempt_ok(a, threshold))
+				order.push_back(a.peer);
+		for (const auto &p : peers)
+			if (std::find(d.suspects.begin(), d.suspects.end(), p) == d.suspects.end())
+				order.push_back(p);
+		order.insert(order.end(), d.suspects.begin(), d.suspects.end());
+		Status st = rail_pass(in, order, opt, &d, &rails, &started, &tried);
+		if (!st.ok())
+			return st;
+	}
+	// A failure with a peer that was not admitted itself blames nobody.
+	std::string strangers;
+	for (const auto &p : tried)
+		if (untested(p))
+			strangers += (strangers.empty() ? "" : ", ") + p;
+	if (d.status == CheckStatus::Fail && !strangers.empty()) {
+		d.status = CheckStatus::Error;
+		d.detail = d.code +
+		           " not blamed on the node: tried with peers not admitted themselves (" +
+		           strangers + "): " + d.detail;
+		d.code = code::kPairInconclusive;
+	}
 	CheckResult r = make_pass(kNcclPair, d.detail);
 	r.status = d.status;
 	r.code = d.code;
@@ -296,12 +442,28 @@ Result<Verdict> run_pair_admission(AdmitInputs &in, const std::vector<std::strin
 	Json sus = Json::array();
 	for (const auto &s : d.suspects)
 		sus.push(s);
-	data.set("attempts", tries).set("suspect_peers", sus);
+	data.set("attempts", tries).set("suspect_peers", sus).set("rails", rails);
 	r.data = data;
 	if (in.backend->simulated())
 		mark_simulated(&r);
 	v.inconclusive = d.inconclusive();
 	v.checks.push_back(r);
+	return v;
+}
+
+Verdict require_pair(Verdict v)
+{
+	if (!v.passed())
+		return v;
+	CheckResult r =
+	    make_pass(kNcclPair, "node-local checks passed; no tested peer for the pair "
+	                         "test: kept fenced until one exists");
+	r.status = CheckStatus::Error;
+	r.code = code::kPairInconclusive;
+	if (v.simulated)
+		mark_simulated(&r);
+	v.checks.push_back(r);
+	v.inconclusive = true;
 	return v;
 }
 

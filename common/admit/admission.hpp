@@ -37,6 +37,13 @@ struct AdmitOptions {
 	std::vector<std::string> checks; // empty: local_checks()
 	// Told each check's process group as it starts (tests, diagnostics).
 	std::function<void(const std::string &check, pid_t pgid)> on_spawn;
+	// Pair peers that are not admitted themselves (a first bring-up, or
+	// every node lost admission at once: new nodes are paired with each
+	// other). A pass with one is evidence for the node (a pair reaches the
+	// SKU's busbw only when both sides' GPUs and rails do); a failure with
+	// one is never blamed on the node: PAIR_INCONCLUSIVE, the node stays
+	// fenced, never drained.
+	std::vector<std::string> untested_peers;
 };
 
 // Parse "a,b,c" into check names; an error names an unknown one.
@@ -57,6 +64,12 @@ Verdict run_admission(AdmitInputs &in, const AdmitOptions &opt);
 // error is bad input (a peer's sim profile).
 Result<Verdict> run_pair_admission(AdmitInputs &in, const std::vector<std::string> &peers,
                                    const AdmitOptions &opt);
+
+// The verdict of a full admission that had no peer at all: its node-local
+// checks passed but no pair test ran, so it is PAIR_INCONCLUSIVE (recorded
+// INCONCLUSIVE: the node stays fenced until a tested peer exists), never a
+// pass. A failed verdict is returned as it is.
+Verdict require_pair(Verdict v);
 
 // Write <NodeStateDir>/admission.json from a verdict: PASS, FAIL, or
 // INCONCLUSIVE (not admitted, not failed: the node stays fenced). An

@@ -193,6 +193,20 @@ struct PairObs {
 	std::vector<double> samples;
 	uint64_t wrong = 0; // elements with a wrong result
 	std::string why;    // when !measured
+	int nranks = 0;     // ranks of the run (every GPU of both nodes); 0: not said
+	std::string note;   // what the backend can tell of the slowest part ("" none)
+};
+
+// One rail of the per-rail pass: GPU `gpu` of both nodes with its affine
+// HCA port (the one hwloc puts nearest to it), NCCL restricted to that port.
+struct RailObs {
+	int gpu = 0;
+	std::string hca; // this node's HCA, e.g. mlx5_5 ("" none found)
+	int port = 1;
+	bool measured = false;
+	double busbw_gbs = 0;
+	uint64_t wrong = 0;
+	std::string why; // when !measured
 };
 
 class Backend {
@@ -222,10 +236,16 @@ public:
 	// corrected ECC, remapped rows, NVLink error counter deltas).
 	virtual Result<GpuDepthObs> gpu_depth(double load_s) = 0;
 	virtual Result<TopologyObs> topology() = 0;
-	// 2-node all-reduce (one GPU each) between this node and peer. An
-	// error Status is our own bad input (a peer's sim profile); a run that
-	// did not produce a number is measured == false with why.
+	// 2-node all-reduce over every GPU of both nodes (one rank per GPU,
+	// NCCL free to use every HCA) between this node and peer. An error
+	// Status is our own bad input (a peer's sim profile); a run that did not
+	// produce a number is measured == false with why.
 	virtual Result<PairObs> pair_busbw(const std::string &peer) = 0;
+	// The per-rail pass with peer: for each GPU of this node, a 2-rank
+	// all-reduce between that GPU of both nodes with NCCL restricted to the
+	// GPU's affine HCA port. One entry per GPU; an entry that could not be
+	// measured says why (never a low number).
+	virtual Result<std::vector<RailObs>> pair_rails(const std::string &peer) = 0;
 };
 
 // The backend onramp.conf asks for. A bad sim profile is an error naming

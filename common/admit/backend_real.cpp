@@ -449,6 +449,49 @@ public:
 		return run_pair_launch(cfg_, node_, peer);
 	}
 
+	// Each GPU with the HCA hwloc puts nearest to it, NCCL_IB_HCA set to
+	// that HCA's first port alone ("=" : an exact name, not a prefix). The
+	// peer is the same SKU: its GPU of the same index uses the HCA of the
+	// same name. A GPU with no affine HCA found is an unmeasured rail.
+	Result<std::vector<RailObs>> pair_rails(const std::string &peer) override
+	{
+		std::vector<RailObs> out;
+		auto topo = topology();
+		if (!topo.ok()) {
+			// Not our input: no rail could be measured (inconclusive).
+			log_info("nccl_pair: per-rail pass: %s", topo.status().message().c_str());
+			return out;
+		}
+		std::vector<PortObs> ports;
+		if (auto p = read_ib_ports(cfg_.str("SysfsRoot")); p.ok())
+			ports = p.value();
+		for (const auto &g : topo->gpus) {
+			RailObs r;
+			r.gpu = g.index;
+			r.hca = g.nearest_nic;
+			for (const auto &p : ports)
+				if (p.dev == r.hca) {
+					r.port = p.port;
+					break;
+				}
+			if (r.hca.empty()) {
+				r.why = strprintf("GPU %d: no affine HCA found (hwloc)", g.index);
+				out.push_back(r);
+				continue;
+			}
+			auto obs = run_pair_launch(cfg_, node_, peer, g.index,
+			                           strprintf("=%s:%d", r.hca.c_str(), r.port));
+			if (!obs.ok())
+				return obs.status();
+			r.measured = obs->measured;
+			r.busbw_gbs = obs->busbw_gbs;
+			r.wrong = obs->wrong;
+			r.why = obs->why;
+			out.push_back(r);
+		}
+		return out;
+	}
+
 private:
 	std::vector<NicInfo> nics() const
 	{

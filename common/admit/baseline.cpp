@@ -51,6 +51,16 @@ double Baseline::pair_threshold_gbs(const Config &cfg) const
 	return f * peak_pair_busbw_gbs;
 }
 
+double Baseline::rail_threshold_gbs(const Config &cfg) const
+{
+	if (peak_rail_busbw_gbs <= 0)
+		return 0;
+	if (rail_min_gbs > 0)
+		return rail_min_gbs;
+	double f = nccl_fraction > 0 ? nccl_fraction : cfg.number("NcclBusBwFraction");
+	return f * peak_rail_busbw_gbs;
+}
+
 int64_t Baseline::timeout_s(const Config &cfg, const std::string &check) const
 {
 	auto it = timeouts.find(check);
@@ -326,17 +336,24 @@ Result<Baseline> parse_baseline(const std::string &text, const std::string &orig
 	string_map(r, r.obj(j, "", "firmware", false), "firmware", &b.firmware);
 
 	const json_t *peak = r.obj(j, "", "peak");
-	r.only_keys(peak, "peak", {"mem_bw_gbs", "nccl_busbw_gbs", "pair_busbw_gbs"});
+	r.only_keys(peak, "peak",
+	            {"mem_bw_gbs", "nccl_busbw_gbs", "pair_busbw_gbs", "rail_busbw_gbs"});
 	b.peak_mem_bw_gbs = positive(r, peak, "peak", "mem_bw_gbs", true, 0);
 	b.peak_nccl_busbw_gbs = positive(r, peak, "peak", "nccl_busbw_gbs", true, 0);
 	b.peak_pair_busbw_gbs = positive(r, peak, "peak", "pair_busbw_gbs", true, 0);
+	b.peak_rail_busbw_gbs = positive(r, peak, "peak", "rail_busbw_gbs", false, 0);
 
 	const json_t *th = r.obj(j, "", "thresholds", false);
-	r.only_keys(th, "thresholds", {"nccl_fraction", "mem_bw_fraction", "pair_min_gbs"});
+	r.only_keys(th, "thresholds",
+	            {"nccl_fraction", "mem_bw_fraction", "pair_min_gbs", "rail_min_gbs"});
 	b.nccl_fraction = fraction(r, th, "thresholds", "nccl_fraction");
 	b.mem_bw_fraction = fraction(r, th, "thresholds", "mem_bw_fraction");
 	if (th && json_object_get(th, "pair_min_gbs"))
 		b.pair_min_gbs = positive(r, th, "thresholds", "pair_min_gbs", true, 0);
+	if (th && json_object_get(th, "rail_min_gbs"))
+		b.rail_min_gbs = positive(r, th, "thresholds", "rail_min_gbs", true, 0);
+	if (!r.failed() && b.rail_min_gbs > 0 && b.peak_rail_busbw_gbs <= 0)
+		r.error("thresholds.rail_min_gbs", "needs peak.rail_busbw_gbs (the per-rail pass)");
 
 	if (const json_t *n = r.obj(j, "", "nccl", false)) {
 		r.only_keys(n, "nccl", {"bytes", "iterations", "warmup", "best_of"});

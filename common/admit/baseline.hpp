@@ -48,12 +48,16 @@ struct Baseline {
 
 	double peak_mem_bw_gbs = 0;     // D2D copy, bytes read + written
 	double peak_nccl_busbw_gbs = 0; // single-node all-reduce busbw
-	double peak_pair_busbw_gbs = 0; // 2-node, one GPU each
+	double peak_pair_busbw_gbs = 0; // 2-node, every GPU of both (one rank each)
+	// 2-node, one GPU each over its affine HCA port alone (the per-rail
+	// pass); 0: not in the baseline, the per-rail pass is not run.
+	double peak_rail_busbw_gbs = 0;
 
 	// Optional overrides (< 0: not set; onramp.conf's fractions apply).
 	double nccl_fraction = -1;
 	double mem_bw_fraction = -1;
 	double pair_min_gbs = -1;
+	double rail_min_gbs = -1;
 
 	uint64_t nccl_bytes = 1ull << 30; // one large fixed size (1 GiB)
 	int nccl_iterations = 20;         // timed all-reduces per sample
@@ -122,6 +126,8 @@ struct Baseline {
 	double nccl_threshold_gbs(const Config &cfg) const;
 	double mem_bw_threshold_gbs(const Config &cfg) const;
 	double pair_threshold_gbs(const Config &cfg) const;
+	// 0 when the baseline has no peak.rail_busbw_gbs.
+	double rail_threshold_gbs(const Config &cfg) const;
 	// Per-check timeout: timeouts[check], else CheckTimeout (for dcgm at
 	// least DcgmTimeout + 60 s, for host at least 2 AdmissionIoTimeout + 60 s).
 	int64_t timeout_s(const Config &cfg, const std::string &check) const;

@@ -312,25 +312,49 @@ Result<NcclRun> measure_allreduce_local(const Cudart &cuda, const Nccl &nccl, in
 	return run;
 }
 
-Result<PairObs> measure_allreduce_pair(const Cudart &cuda, const Nccl &nccl, int rank, int device,
-                                       const ncclUniqueIdT &id, uint64_t bytes, int warmup,
-                                       int iterations, int best_of)
+Result<PairObs> measure_allreduce_pair(const Cudart &cuda, const Nccl &nccl, int node_rank,
+                                       const std::vector<int> &devices, const ncclUniqueIdT &id,
+                                       uint64_t bytes, int warmup, int iterations, int best_of)
 {
-	std::vector<Rank> ranks(1);
-	ranks[0].device = device;
+	int per = static_cast<int>(devices.size());
+	if (per < 1)
+		return Status::Error("all-reduce pair: no device");
+	int nranks = 2 * per;
+	// Rank r sends 1 + r % 15 in every byte; the sum stays below 256 for
+	// up to 32 ranks (two 16-GPU nodes), larger runs send 1 each.
+	auto value = [nranks](int r) { return nranks <= 32 ? 1 + r % 15 : 1; };
+	uint32_t sum = 0;
+	for (int r = 0; r < nranks; r++)
+		sum += static_cast<uint32_t>(value(r));
+	std::vector<Rank> ranks(devices.size());
+	for (size_t i = 0; i < devices.size(); i++)
+		ranks[i].device = devices[i];
 	Cleanup done([&] { release(cuda, nccl, ranks); });
-	Status st = setup(cuda, ranks, bytes, [rank](size_t) { return rank + 1; });
+	Status st = setup(cuda, ranks, bytes,
+	                  [&](size_t i) { return value(node_rank * per + static_cast<int>(i)); });
 	if (!st.ok())
 		return st;
-	NCCL_TRY(nccl.CommInitRank(&ranks[0].comm, 2, id, rank));
+	// One process drives every GPU of its node: the ranks join in a group.
+	NCCL_TRY(nccl.GroupStart());
+	for (size_t i = 0; i < ranks.size(); i++) {
+		cuda.SetDevice(ranks[i].device);
+		ncclResult rc = nccl.CommInitRank(&ranks[i].comm, nranks, id,
+		                                  node_rank * per + static_cast<int>(i));
+		if (rc != kNcclSuccess) {
+			nccl.GroupEnd();
+			return Status::Error("ncclCommInitRank: " + nccl.err(rc));
+		}
+	}
+	NCCL_TRY(nccl.GroupEnd());
 	auto samples =
-	    timed(cuda, nccl, ranks, bytes, warmup, iterations, best_of, byte_pattern(1 + 2));
+	    timed(cuda, nccl, ranks, bytes, warmup, iterations, best_of, byte_pattern(sum & 0xff));
 	if (!samples.ok())
 		return samples.status();
 	PairObs o;
 	o.measured = true;
+	o.nranks = nranks;
 	for (const auto &s : samples.value()) {
-		o.samples.push_back(allreduce_busbw_gbs(bytes, s.seconds, 2));
+		o.samples.push_back(allreduce_busbw_gbs(bytes, s.seconds, nranks));
 		o.wrong += s.wrong;
 	}
 	o.busbw_gbs = onramp::admit::best_of(o.samples).best;

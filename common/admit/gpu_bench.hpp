@@ -34,11 +34,13 @@ Result<std::vector<HostCopyBw>> measure_host_copy_bw(const Cudart &cuda, int ngp
 Result<NcclRun> measure_allreduce_local(const Cudart &cuda, const Nccl &nccl, int ngpus,
                                         uint64_t bytes, int warmup, int iterations, int best_of);
 
-// One rank of a 2-rank all-reduce on device (comm from id). busbw per
-// sample; wrong counts elements with a wrong result.
-Result<PairObs> measure_allreduce_pair(const Cudart &cuda, const Nccl &nccl, int rank, int device,
-                                       const ncclUniqueIdT &id, uint64_t bytes, int warmup,
-                                       int iterations, int best_of);
+// One node's side of a 2-node all-reduce (comm from id): this process
+// drives devices, NCCL ranks node_rank * devices.size() + i of
+// 2 * devices.size() (one device: the per-rail run; every GPU: the
+// all-GPU run). busbw per sample; wrong counts elements with a wrong result.
+Result<PairObs> measure_allreduce_pair(const Cudart &cuda, const Nccl &nccl, int node_rank,
+                                       const std::vector<int> &devices, const ncclUniqueIdT &id,
+                                       uint64_t bytes, int warmup, int iterations, int best_of);
 
 } // namespace gpu
 } // namespace admit

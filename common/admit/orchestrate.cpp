@@ -46,6 +46,15 @@ std::string lower(std::string s)
 	return s;
 }
 
+// Whether a node other than node has the admitted feature active.
+bool other_admitted(const std::vector<slurm::Node> &all, const std::string &node,
+                    const std::string &feature)
+{
+	return std::any_of(all.begin(), all.end(), [&](const slurm::Node &n) {
+		return n.name != node && has_feature(n.features_active, feature);
+	});
+}
+
 std::string whoami()
 {
 	struct passwd *pw = getpwuid(geteuid());
@@ -85,6 +94,7 @@ public:
 		// The controller this run acts through, before its first change:
 		// only a restart or a takeover after this can undo what it sets.
 		boot_ = ctld_boot();
+		nodes_ = nodes;
 		for (const auto &n : nodes)
 			start(n);
 		if (!o_.wait && (launched_.empty() || !h_.detach || !h_.detach()))
@@ -234,11 +244,49 @@ private:
 	uint32_t submit(const std::string &node, const std::string &resv,
 	                std::vector<std::string> *peers)
 	{
+		std::vector<std::string> untested;
 		auto all = c_.nodes();
-		if (all.ok())
+		// An admitted node that is not usable now (not responding yet after
+		// a slurmctld restart, busy) is waited for, never replaced by an
+		// untested one.
+		double until = h_.now() + o_.peer_wait_s;
+		bool said = false;
+		while (all.ok()) {
 			*peers =
 			    pick_peers(all.value(), node, o_.feature, ordinal_, o_.peers_wanted);
-		else
+			bool admitted = other_admitted(all.value(), node, o_.feature);
+			// Not responding: a slurmctld that restarted, a node re-registering;
+			// what its features say is not known yet.
+			// A slurmctld that started moments ago has not heard every
+			// node's features yet either.
+			bool pending =
+			    std::any_of(all->begin(), all->end(),
+			                [&](const slurm::Node &n) {
+				                return n.name != node && !n.responding;
+			                }) ||
+			    (boot_ > 0 && h_.wall() - static_cast<double>(boot_) < o_.peer_wait_s);
+			if (!peers->empty() || !(admitted || pending) || h_.now() >= until)
+				break;
+			if (!said)
+				log_info("node %s: no admitted peer usable now; waiting up to %ds "
+				         "for one",
+				         node.c_str(), o_.peer_wait_s);
+			said = true;
+			h_.sleep(o_.poll_s);
+			all = c_.nodes();
+		}
+		if (all.ok()) {
+			bool admitted = other_admitted(all.value(), node, o_.feature);
+			if (peers->empty() && !admitted)
+				untested = pick_untested_peers(all.value(), node, nodes_, ordinal_,
+				                               o_.peers_wanted);
+			if (!untested.empty())
+				log_info(
+				    "node %s: no admitted peer; pairing it with %s of this run "
+				    "(not admitted themselves: a failure blames nobody)",
+				    node.c_str(), join(untested).c_str());
+			peers->insert(peers->end(), untested.begin(), untested.end());
+		} else
 			log_warn("node %s: %s; node-local checks only", node.c_str(),
 			         all.status().message().c_str());
 		if (!peers->empty()) {
@@ -261,7 +309,9 @@ private:
 		b.time_limit_min = (o_.timeout_s + 59) / 60;
 		b.output = o_.output_dir + "/%x.%j.out";
 		b.command = {"srun", "-N1", "-n1", "-w", node, o_.job_program};
-		if (!peers->empty())
+		if (!untested.empty() && !peers->empty())
+			b.command.insert(b.command.end(), {"--untested-peers", join(*peers)});
+		else if (!peers->empty())
 			b.command.insert(b.command.end(), {"--peers", join(*peers)});
 		auto job = c_.submit(b);
 		if (!job.ok()) {
@@ -499,6 +549,7 @@ private:
 	double changed_ = 0;                         // wall time of the last change
 	int64_t boot_ = 0;                           // slurmctld's start, as last seen
 	std::string ssl_;                            // StateSaveLocation
+	std::vector<std::string> nodes_;             // this run's nodes
 	int ordinal_ = 0;
 	int worst_ = 0;
 };
@@ -569,6 +620,31 @@ std::vector<std::string> pick_peers(const std::vector<slurm::Node> &nodes, const
 		out.push_back(free[(k * w + i) % nf]);
 	for (size_t j = 0; out.size() < w && j < busy.size(); j++)
 		out.push_back(busy[j]);
+	return out;
+}
+
+std::vector<std::string> pick_untested_peers(const std::vector<slurm::Node> &nodes,
+                                             const std::string &node,
+                                             const std::vector<std::string> &run_nodes, int ordinal,
+                                             int want)
+{
+	std::vector<std::string> ok, out;
+	for (const auto &name : run_nodes) {
+		if (name == node || std::find(ok.begin(), ok.end(), name) != ok.end())
+			continue;
+		auto n = std::find_if(nodes.begin(), nodes.end(),
+		                      [&](const slurm::Node &x) { return x.name == name; });
+		// Responding or not right now (a node of this run may be
+		// re-registering after its own admission): its job waits for it.
+		if (n == nodes.end() || (n->drain && !n->reason.empty() &&
+		                         !slurm::has_prefix(n->reason, kReasonPrefix)))
+			continue;
+		ok.push_back(name);
+	}
+	size_t w = want > 0 ? static_cast<size_t>(want) : 0;
+	size_t k = ordinal > 0 ? static_cast<size_t>(ordinal) : 0;
+	for (size_t i = 0; i < w && i < ok.size(); i++)
+		out.push_back(ok[(k * w + i) % ok.size()]);
 	return out;
 }
 

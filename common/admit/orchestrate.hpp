@@ -17,6 +17,17 @@
 //     reservation first, rotated by the node's ordinal in this run so that
 //     concurrent admissions spread over them; reserved ones when too few
 //     are free. The peers join the reservation for the pair test only.
+//     When admitted nodes exist but none is usable now, or nodes do not
+//     respond (a slurmctld restart: their features are not known yet), the
+//     run waits up to peer_wait_s for a peer. When no admitted node exists at all (a first
+//     bring-up, every node lost its admission at once), up to two other
+//     nodes of this run are paired with it instead (pick_untested_peers),
+//     passed as --untested-peers: a pass with one admits the node, a
+//     failure with one blames nobody (the node stays fenced,
+//     PAIR_INCONCLUSIVE). Each of those nodes is itself tested by its own
+//     admission job. The admission job always requires a pair test
+//     (onramp-admit --require-pair): with no peer at all the node stays
+//     fenced in its reservation, never admitted.
 //  5. Launch the admission job (onramp-admission-job on the node, --peers
 //     when any) in the reservation.
 //     A reservation left wider than the node by an earlier run that died
@@ -75,6 +86,10 @@ struct OrchestrateOptions {
 	int timeout_s = 1800;
 	bool wait = true;
 	int peers_wanted = 2;
+	// How long to wait for an admitted node that is not usable as a peer
+	// right now (not responding after a slurmctld restart, busy) when no
+	// other admitted peer is free.
+	int peer_wait_s = 60;
 	double poll_s = 1;
 	int save_wait_s = 60; // 7.: how long to wait for slurmctld's save
 };
@@ -116,6 +131,16 @@ struct NodeOutcome {
 // of this run were launched before it.
 std::vector<std::string> pick_peers(const std::vector<slurm::Node> &nodes, const std::string &node,
                                     const std::string &feature, int ordinal, int want);
+
+// For node, when no admitted peer exists: up to want of run_nodes (this
+// run's nodes, in the order given) other than node, known to slurmctld and
+// not drained with a reason onramp did not write (responding or not: a node
+// of the run may be re-registering after its own admission, and the job
+// waits for it); rotated by ordinal like pick_peers.
+std::vector<std::string> pick_untested_peers(const std::vector<slurm::Node> &nodes,
+                                             const std::string &node,
+                                             const std::vector<std::string> &run_nodes, int ordinal,
+                                             int want);
 
 std::string reservation_name(const std::string &resv_base, const std::string &node);
 

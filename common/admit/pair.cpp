@@ -38,13 +38,15 @@ bool pair_attempt_ok(const PairAttempt &a, double threshold_gbs)
 
 namespace {
 
-std::string describe(const PairAttempt &a)
+std::string describe(const PairAttempt &a, bool with_note = true)
 {
 	if (!a.measured)
 		return a.peer + " (no result: " + a.why + ")";
 	if (a.wrong)
 		return strprintf("%s (%llu wrong results)", a.peer.c_str(),
 		                 static_cast<unsigned long long>(a.wrong));
+	if (with_note && !a.note.empty())
+		return strprintf("%s (%.1f GB/s; %s)", a.peer.c_str(), a.busbw_gbs, a.note.c_str());
 	return strprintf("%s (%.1f GB/s)", a.peer.c_str(), a.busbw_gbs);
 }
 
@@ -126,10 +128,17 @@ PairDecision decide_pair(const std::vector<PairAttempt> &attempts, double thresh
 		                               [](const PairAttempt *a) { return a->wrong > 0; });
 		d.status = CheckStatus::Fail;
 		d.code = all_corrupt ? code::kNcclCorrupt : code::kPairBwLow;
-		d.detail = strprintf("nccl_pair below %.1f GB/s with %zu peers: ", threshold_gbs,
-		                     failures.size());
+		// The part the backend named, said first when every failure names it
+		// (a node's reason is cut short in Slurm).
+		std::string note = failures[0]->note;
+		for (const auto *f : failures)
+			if (f->note != note)
+				note.clear();
+		d.detail =
+		    strprintf("nccl_pair below %.1f GB/s with %zu peers%s: ", threshold_gbs,
+		              failures.size(), note.empty() ? "" : (" (" + note + ")").c_str());
 		for (size_t i = 0; i < failures.size(); i++)
-			d.detail += (i ? ", " : "") + describe(*failures[i]);
+			d.detail += (i ? ", " : "") + describe(*failures[i], note.empty());
 		d.detail += unmeasured;
 		return d;
 	}
@@ -145,6 +154,148 @@ PairDecision decide_pair(const std::vector<PairAttempt> &attempts, double thresh
 		              "to tell a bad peer from a bad node",
 		              describe(*failures[0]).c_str(), threshold_gbs) +
 		    unmeasured;
+	return d;
+}
+
+bool rail_ok(const RailObs &r, double threshold_gbs)
+{
+	return r.measured && r.wrong == 0 && r.busbw_gbs >= threshold_gbs;
+}
+
+namespace {
+
+// One rail's attempts, in the order made.
+struct RailSeen {
+	int gpu = 0;
+	std::string hca;
+	int port = 1;
+	std::vector<const RailAttempt *> tries;
+};
+
+std::vector<RailSeen> by_rail(const std::vector<RailAttempt> &attempts)
+{
+	std::vector<RailSeen> out;
+	for (const auto &a : attempts) {
+		auto it = std::find_if(out.begin(), out.end(),
+		                       [&](const RailSeen &r) { return r.gpu == a.obs.gpu; });
+		if (it == out.end()) {
+			out.push_back(RailSeen{a.obs.gpu, a.obs.hca, a.obs.port, {}});
+			it = out.end() - 1;
+		}
+		if (it->hca.empty())
+			it->hca = a.obs.hca, it->port = a.obs.port;
+		it->tries.push_back(&a);
+	}
+	std::sort(out.begin(), out.end(),
+	          [](const RailSeen &x, const RailSeen &y) { return x.gpu < y.gpu; });
+	return out;
+}
+
+// Distinct peers with which the rail measured a failure.
+std::vector<const RailAttempt *> rail_failures(const RailSeen &r, double threshold)
+{
+	std::vector<const RailAttempt *> out;
+	for (const RailAttempt *a : r.tries) {
+		if (!a->obs.measured || rail_ok(a->obs, threshold))
+			continue;
+		if (std::none_of(out.begin(), out.end(),
+		                 [&](const RailAttempt *p) { return p->peer == a->peer; }))
+			out.push_back(a);
+	}
+	return out;
+}
+
+bool rail_passed(const RailSeen &r, double threshold)
+{
+	return std::any_of(r.tries.begin(), r.tries.end(),
+	                   [&](const RailAttempt *a) { return rail_ok(a->obs, threshold); });
+}
+
+std::string rail_name(const std::string &node, const RailSeen &r)
+{
+	return strprintf("%s%s%s port %d (GPU %d)", node.c_str(), node.empty() ? "" : " ",
+	                 r.hca.empty() ? "no HCA" : r.hca.c_str(), r.port, r.gpu);
+}
+
+} // namespace
+
+bool rails_decided(const std::vector<RailAttempt> &attempts, double threshold_gbs)
+{
+	for (const auto &r : by_rail(attempts))
+		if (!rail_passed(r, threshold_gbs) && rail_failures(r, threshold_gbs).size() < 2)
+			return false;
+	return true;
+}
+
+RailDecision decide_rails(const std::string &node, const std::vector<RailAttempt> &attempts,
+                          double threshold_gbs)
+{
+	RailDecision d;
+	std::vector<std::string> failed, undecided;
+	auto seen = by_rail(attempts);
+	d.rails = seen.size();
+	for (const auto &r : seen) {
+		if (rail_passed(r, threshold_gbs))
+			continue;
+		auto f = rail_failures(r, threshold_gbs);
+		if (f.size() >= 2) {
+			const RailAttempt *best = f[0];
+			bool corrupt = true;
+			std::string peers;
+			for (const RailAttempt *a : f) {
+				if (a->obs.busbw_gbs > best->obs.busbw_gbs)
+					best = a;
+				corrupt = corrupt && a->obs.wrong > 0;
+				peers += (peers.empty() ? "" : ", ") + a->peer;
+			}
+			failed.push_back(
+			    corrupt ? strprintf("%s %llu wrong results with %s",
+			                        rail_name(node, r).c_str(),
+			                        static_cast<unsigned long long>(best->obs.wrong),
+			                        peers.c_str())
+			            : strprintf("%s %.1f GB/s < %.1f GB/s with %s",
+			                        rail_name(node, r).c_str(), best->obs.busbw_gbs,
+			                        threshold_gbs, peers.c_str()));
+			d.failed_gpus.push_back(r.gpu);
+			continue;
+		}
+		std::string why;
+		if (!f.empty())
+			why = strprintf("%.1f GB/s with %s only", f[0]->obs.busbw_gbs,
+			                f[0]->peer.c_str());
+		else
+			why = "not measured: " + (r.tries.back()->obs.why.empty()
+			                              ? std::string("no reason given")
+			                              : r.tries.back()->obs.why);
+		undecided.push_back(rail_name("", r) + " " + why);
+	}
+	auto list = [](const std::vector<std::string> &v) {
+		std::string out;
+		for (const auto &x : v)
+			out += (out.empty() ? "" : "; ") + x;
+		return out;
+	};
+	if (!failed.empty()) {
+		d.status = CheckStatus::Fail;
+		d.code = code::kRailBwLow;
+		d.detail = list(failed);
+		if (!undecided.empty())
+			d.detail += "; undecided: " + list(undecided);
+		return d;
+	}
+	if (attempts.empty()) {
+		d.code = code::kPairInconclusive;
+		d.detail = "per-rail pass: no rail measured";
+		return d;
+	}
+	if (!undecided.empty()) {
+		d.code = code::kPairInconclusive;
+		d.detail = "per-rail pass undecided: " + list(undecided);
+		return d;
+	}
+	d.status = CheckStatus::Pass;
+	d.code = code::kOk;
+	d.detail = strprintf("%zu rails >= %.1f GB/s", by_rail(attempts).size(), threshold_gbs);
 	return d;
 }
 
@@ -696,11 +847,18 @@ Result<PairObs> run_pair_rank(const PairRankOptions &opt)
 	}
 	if (!st.ok())
 		return st;
-	return gpu::measure_allreduce_pair(cuda, nccl, opt.rank, opt.device, id, opt.bytes,
-	                                   opt.warmup, opt.iterations, opt.best_of);
+	std::vector<int> devices;
+	if (opt.gpus > 0)
+		for (int d = 0; d < opt.gpus; d++)
+			devices.push_back(d);
+	else
+		devices.push_back(opt.device);
+	return gpu::measure_allreduce_pair(cuda, nccl, opt.rank, devices, id, opt.bytes, opt.warmup,
+	                                   opt.iterations, opt.best_of);
 }
 
-Result<PairObs> run_pair_launch(const Config &cfg, const std::string &node, const std::string &peer)
+Result<PairObs> run_pair_launch(const Config &cfg, const std::string &node, const std::string &peer,
+                                int device, const std::string &ib_hca)
 {
 	char exe[4096];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -735,12 +893,20 @@ Result<PairObs> run_pair_launch(const Config &cfg, const std::string &node, cons
 	     {std::string(exe), std::string("pair-rank"), std::string("--conf"), cfg.origin(),
 	      std::string("--rendezvous"), node})
 		argv->push_back(w);
+	if (device < 0) {
+		argv->push_back("--all-gpus");
+	} else {
+		argv->push_back("--device");
+		argv->push_back(std::to_string(device));
+	}
 	log_verbose("nccl_pair: %s", argv_str(argv.value()).c_str());
 	ProcOptions po;
 	po.separate_stderr = true;
 	po.env.push_back(std::string(kPairSecretEnv) + "=" + secret);
 	po.env.push_back(strprintf("%s=%lld", kPairPortEnv, port));
 	po.env.push_back(std::string(kPairPeerEnv) + "=" + peer);
+	if (!ib_hca.empty())
+		po.env.push_back("NCCL_IB_HCA=" + ib_hca); // srun passes it to both ranks
 	ProcResult pr = run_argv(argv.value(), po);
 	PairObs obs;
 	size_t pos = 0;
@@ -758,6 +924,7 @@ Result<PairObs> run_pair_launch(const Config &cfg, const std::string &node, cons
 		obs.busbw_gbs = r.num_or(j->get(), "", "busbw_gbs", 0);
 		obs.wrong = static_cast<uint64_t>(r.integer_or(j->get(), "", "wrong", 0));
 		obs.why = r.str_or(j->get(), "", "why", "");
+		obs.nranks = static_cast<int>(r.integer_or(j->get(), "", "nranks", 0));
 		if (const json_t *a = r.arr(j->get(), "", "samples", false)) {
 			size_t i;
 			const json_t *v;
@@ -775,7 +942,8 @@ Result<PairObs> run_pair_launch(const Config &cfg, const std::string &node, cons
 }
 
 Result<PairRankOptions> pair_rank_options(const Config &cfg, const std::string &node,
-                                          const std::string &rendezvous, int rank, int device)
+                                          const std::string &rendezvous, int rank, int device,
+                                          bool all_gpus)
 {
 	PairRankOptions p;
 	std::string rv = rendezvous;
@@ -853,6 +1021,11 @@ Result<PairRankOptions> pair_rank_options(const Config &cfg, const std::string &
 	p.warmup = b->nccl_warmup;
 	p.iterations = b->nccl_iterations;
 	p.best_of = b->nccl_best_of;
+	if (all_gpus) {
+		if (b->gpu_count < 1)
+			return Status::Error("pair-rank --all-gpus: the baseline counts no GPU");
+		p.gpus = b->gpu_count;
+	}
 	return p;
 }
 

@@ -30,6 +30,7 @@ struct PairAttempt {
 	double busbw_gbs = 0;
 	uint64_t wrong = 0; // elements with a wrong result
 	std::string why;
+	std::string note; // the backend's word on the slowest part ("" none)
 };
 
 struct PairDecision {
@@ -50,6 +51,34 @@ PairDecision decide_pair(const std::vector<PairAttempt> &attempts, double thresh
 // failures with two distinct peers.
 bool pair_decided(const std::vector<PairAttempt> &attempts, double threshold_gbs);
 
+// The per-rail pass (run after the all-GPU test passed). Each rail (GPU g
+// of both nodes, this node's affine HCA port) is judged by the pair's blame
+// rule on its own: it passes when it passed with any peer, fails when it
+// measured below threshold (or corrupt) with two distinct peers, and is
+// undecided otherwise. A failed rail fails the node with RAIL_BW_LOW naming
+// node, HCA, port and GPU, e.g.
+//   node3 mlx5_5 port 1 (GPU 5) 11.2 GB/s < 40.0 GB/s with node1, node2
+// (the best figure it reached); with no failed rail, an undecided one is
+// PAIR_INCONCLUSIVE (the node stays fenced, never passed); else a pass.
+struct RailAttempt {
+	std::string peer;
+	RailObs obs;
+};
+struct RailDecision {
+	CheckStatus status = CheckStatus::Error; // Pass, Fail or Error (inconclusive)
+	std::string code;                        // OK, RAIL_BW_LOW, PAIR_INCONCLUSIVE
+	std::string detail;
+	std::vector<int> failed_gpus; // the rails that failed, by GPU
+	size_t rails = 0;             // distinct rails seen
+	bool inconclusive() const { return code == "PAIR_INCONCLUSIVE"; }
+};
+bool rail_ok(const RailObs &r, double threshold_gbs);
+RailDecision decide_rails(const std::string &node, const std::vector<RailAttempt> &attempts,
+                          double threshold_gbs);
+// True when every rail seen in attempts passed or failed (no further peer
+// would change the decision).
+bool rails_decided(const std::vector<RailAttempt> &attempts, double threshold_gbs);
+
 // Real backend, rank 0 side: run PairLaunchCommand split into words
 // (common/proc.hpp's split_command; %n: this node, %p: the peer, per word,
 // no shell) followed by "<this program> pair-rank --conf <conf>
@@ -59,8 +88,13 @@ bool pair_decided(const std::vector<PairAttempt> &attempts, double threshold_gbs
 // (srun passes it to both ranks), and read rank 0's JSON line from its
 // stdout. A launch that gives no number is an unmeasured attempt
 // (measured false, why says), never a low one.
-Result<PairObs> run_pair_launch(const Config &cfg, const std::string &node,
-                                const std::string &peer);
+//
+// device < 0: the all-GPU run (each pair-rank drives every GPU of its node,
+// one NCCL rank per GPU, --all-gpus); else the per-rail run of that GPU
+// with NCCL_IB_HCA set to ib_hca ("=mlx5_5:1": that port alone) in the
+// launch's environment.
+Result<PairObs> run_pair_launch(const Config &cfg, const std::string &node, const std::string &peer,
+                                int device = -1, const std::string &ib_hca = "");
 
 // The rendezvous of one attempt. Rank 0 serves the ncclUniqueId (128
 // bytes) only to a peer that proves it holds the attempt's secret, and the
@@ -113,6 +147,7 @@ struct PairRankOptions {
 	std::string peer;   // rank 0: the node whose connections are accepted
 	std::string self;   // rank 1: this node, whose address it connects from
 	int device = 0;
+	int gpus = 0; // > 0: the all-GPU run, devices 0..gpus-1 (ranks rank*gpus + d)
 	double connect_timeout_s = 120;
 	uint64_t bytes = 1ull << 30;
 	int warmup = 5, iterations = 20, best_of = 3;
@@ -126,10 +161,12 @@ Status parse_rendezvous(const std::string &text, std::string *host, int *port);
 // The options of this rank inside its srun step: rendezvous ("" : the
 // step's first node; the port from kPairPortEnv, else PairPort), the peer
 // (kPairPeerEnv, else the step's other node), rank (<0: 0 on the rendezvous host, else
-// 1), device (<0: SLURM_LOCALID), the secret from kPairSecretEnv, the NCCL
+// 1), device (<0: SLURM_LOCALID; all_gpus: every GPU the baseline counts,
+// gpu_count of them), the secret from kPairSecretEnv, the NCCL
 // sizes from the node's baseline. An error means could not judge.
 Result<PairRankOptions> pair_rank_options(const Config &cfg, const std::string &node,
-                                          const std::string &rendezvous, int rank, int device);
+                                          const std::string &rendezvous, int rank, int device,
+                                          bool all_gpus = false);
 
 } // namespace admit
 } // namespace onramp

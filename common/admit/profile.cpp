@@ -79,7 +79,7 @@ void parse_gpu(JsonReader &r, const json_t *g, const std::string &path, int inde
 	                      "mem_bw_gbs",    "sm_clock_mhz",  "throttle",      "temp_c",
 	                      "power_w",       "memory_mib",    "persistence",   "processes",
 	                      "ecc_corrected", "remapped_rows", "nvlink_errors", "pcie",
-	                      "unmeasured",    "h2d_gbs",       "d2h_gbs"});
+	                      "unmeasured",    "h2d_gbs",       "d2h_gbs",       "pair_busbw_gbs"});
 	out->info.index = index;
 	out->info.uuid = r.str(g, path, "uuid");
 	out->info.serial = r.str(g, path, "serial");
@@ -109,6 +109,9 @@ void parse_gpu(JsonReader &r, const json_t *g, const std::string &path, int inde
 	out->mem_bw_gbs = r.num(g, path, "mem_bw_gbs");
 	if (!r.failed() && out->mem_bw_gbs < 0)
 		r.error(JsonReader::join(path, "mem_bw_gbs"), "must not be negative");
+	out->pair_busbw_gbs = r.num_or(g, path, "pair_busbw_gbs", -1);
+	if (!r.failed() && json_object_get(g, "pair_busbw_gbs") && out->pair_busbw_gbs < 0)
+		r.error(JsonReader::join(path, "pair_busbw_gbs"), "must not be negative");
 	parse_gpu_depth(r, g, path, &out->depth);
 }
 
@@ -215,7 +218,7 @@ void parse_nic(JsonReader &r, const json_t *n, const std::string &path, Profile:
 		r.only_keys(p, pp,
 		            {"port", "state", "phys_state", "link_layer", "rate_gbps",
 		             "link_downed", "link_downed_after", "counters", "counters_after",
-		             "active_mtu"});
+		             "active_mtu", "rail_busbw_gbs"});
 		Profile::Port port;
 		port.port =
 		    static_cast<int>(r.integer_or(p, pp, "port", static_cast<int64_t>(i) + 1));
@@ -234,6 +237,9 @@ void parse_nic(JsonReader &r, const json_t *n, const std::string &path, Profile:
 		                  JsonReader::join(pp, "counters_after"), fabric_error_counters(),
 		                  &port.counters_after);
 		port.active_mtu = static_cast<int>(nonneg_int(r, p, pp, "active_mtu", 4096));
+		port.rail_busbw_gbs = r.num_or(p, pp, "rail_busbw_gbs", -1);
+		if (!r.failed() && json_object_get(p, "rail_busbw_gbs") && port.rail_busbw_gbs < 0)
+			r.error(JsonReader::join(pp, "rail_busbw_gbs"), "must not be negative");
 		out->ports.push_back(port);
 	}
 }
@@ -253,7 +259,7 @@ Result<Profile> parse_profile(const std::string &text, const std::string &origin
 		return r.status();
 	r.only_keys(j, "",
 	            {"sku", "description", "gpus", "nics", "sysfs_root", "versions", "xids", "nccl",
-	             "pair_busbw_gbs", "hang", "delay_s"});
+	             "pair_busbw_gbs", "rail_busbw_gbs", "hang", "delay_s"});
 	p.sku = r.str(j, "", "sku");
 	r.str_or(j, "", "description", "");
 	if (const json_t *gpus = r.arr(j, "", "gpus")) {
@@ -328,6 +334,9 @@ Result<Profile> parse_profile(const std::string &text, const std::string &origin
 		p.nccl_corrupt = r.boolean_or(n, "nccl", "corrupt", false);
 	}
 	p.pair_busbw_gbs = r.num_or(j, "", "pair_busbw_gbs", 0);
+	p.rail_busbw_gbs = r.num_or(j, "", "rail_busbw_gbs", p.pair_busbw_gbs);
+	if (!r.failed() && (p.pair_busbw_gbs < 0 || p.rail_busbw_gbs < 0))
+		r.error("pair_busbw_gbs", "pair_busbw_gbs and rail_busbw_gbs must not be negative");
 	if (const json_t *h = r.obj(j, "", "hang", false)) {
 		r.only_keys(h, "hang", {"check", "pid_file"});
 		p.hang_check = r.str(h, "hang", "check");
@@ -558,6 +567,8 @@ public:
 		return t;
 	}
 
+	// The all-GPU run: as slow as the slowest part of either node (the
+	// node's figure, any GPU's own figure), times the link faults.
 	Result<PairObs> pair_busbw(const std::string &peer) override
 	{
 		auto pp = load_profile(profile_path(dir_, peer));
@@ -565,7 +576,17 @@ public:
 			return Status::Error("peer " + peer + ": " + pp.status().message());
 		PairObs o;
 		o.measured = true;
+		o.nranks = static_cast<int>(p_.gpus.size() + pp->gpus.size());
 		o.busbw_gbs = std::min(p_.pair_busbw_gbs, pp->pair_busbw_gbs);
+		for (const auto *side : {&p_, &pp.value()})
+			for (const auto &g : side->gpus)
+				if (g.pair_busbw_gbs >= 0 && g.pair_busbw_gbs < o.busbw_gbs) {
+					o.busbw_gbs = g.pair_busbw_gbs;
+					o.note =
+					    strprintf("slowest: %s GPU %d",
+					              side == &p_ ? node_.c_str() : peer.c_str(),
+					              g.info.index);
+				}
 		auto link = sim_fabric_factor(dir_, node_, peer); // link-level faults
 		if (!link.ok())
 			return link.status();
@@ -574,7 +595,54 @@ public:
 		return o;
 	}
 
+	// Rail g: GPU g of both nodes over each one's affine HCA (the GPU's
+	// nearest_nic, its first port), as slow as the slower port's
+	// rail_busbw_gbs (else the profile's), times the link faults.
+	Result<std::vector<RailObs>> pair_rails(const std::string &peer) override
+	{
+		auto pp = load_profile(profile_path(dir_, peer));
+		if (!pp.ok())
+			return Status::Error("peer " + peer + ": " + pp.status().message());
+		auto link = sim_fabric_factor(dir_, node_, peer);
+		if (!link.ok())
+			return link.status();
+		std::vector<RailObs> out;
+		for (size_t i = 0; i < p_.gpus.size(); i++) {
+			RailObs r;
+			r.gpu = p_.gpus[i].info.index;
+			r.hca = p_.gpus[i].nearest_nic;
+			double mine = rail_figure(p_, p_.gpus[i], &r.port);
+			if (r.hca.empty() || i >= pp->gpus.size()) {
+				r.why = r.hca.empty()
+				            ? strprintf("GPU %d has no affine HCA", r.gpu)
+				            : peer + " has no GPU " + std::to_string(r.gpu);
+				out.push_back(r);
+				continue;
+			}
+			int peer_port = 1;
+			double theirs = rail_figure(pp.value(), pp->gpus[i], &peer_port);
+			r.measured = true;
+			r.busbw_gbs = std::min(mine, theirs) * link.value();
+			r.wrong = p_.nccl_corrupt || pp->nccl_corrupt ? 1024 : 0;
+			out.push_back(r);
+		}
+		return out;
+	}
+
 private:
+	// A GPU's rail figure: its nearest NIC's first port's rail_busbw_gbs,
+	// else the profile's; *port: that port's number.
+	static double rail_figure(const Profile &p, const Profile::Gpu &g, int *port)
+	{
+		for (const auto &n : p.nics)
+			if (n.info.name == g.nearest_nic && !n.ports.empty()) {
+				*port = n.ports.front().port;
+				if (n.ports.front().rail_busbw_gbs >= 0)
+					return n.ports.front().rail_busbw_gbs;
+			}
+		return p.rail_busbw_gbs;
+	}
+
 	Profile p_;
 	std::string dir_, node_;
 };

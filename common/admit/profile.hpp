@@ -30,6 +30,9 @@ struct Profile {
 		// What gpu_depth observes (parse_profile's defaults: a healthy
 		// H200 under load; the parts named in "unmeasured" not measured).
 		GpuDepthObs::Gpu depth;
+		// This GPU's figure in the all-GPU pair run (a GPU slow only there);
+		// -1: not limiting.
+		double pair_busbw_gbs = -1;
 	};
 	std::vector<Gpu> gpus;
 
@@ -40,6 +43,8 @@ struct Profile {
 		int64_t link_downed = 0, link_downed_after = 0;
 		std::map<std::string, uint64_t> counters, counters_after; // error counters
 		int active_mtu = 4096;
+		// This port's figure in the per-rail pass; -1: the profile's.
+		double rail_busbw_gbs = -1;
 	};
 	struct Nic {
 		NicInfo info;
@@ -53,7 +58,8 @@ struct Profile {
 	std::vector<XidEvent> xids;
 	std::vector<double> nccl_busbw_gbs; // one per sample, cycled
 	bool nccl_corrupt = false;
-	double pair_busbw_gbs = 0;
+	double pair_busbw_gbs = 0;             // the all-GPU pair run's figure
+	double rail_busbw_gbs = 0;             // each rail's figure (default: pair_busbw_gbs)
 	std::string hang_check;                // the check that hangs ("" none)
 	std::string hang_pid_file;             // where the hang writes its pids
 	std::map<std::string, double> delay_s; // check -> seconds

@@ -39,6 +39,7 @@ const char *const kNcclBwLow = "NCCL_BW_LOW";
 const char *const kNcclCorrupt = "NCCL_CORRUPT";
 const char *const kPairBwLow = "PAIR_BW_LOW";
 const char *const kPairInconclusive = "PAIR_INCONCLUSIVE";
+const char *const kRailBwLow = "RAIL_BW_LOW";
 const char *const kPortDown = "PORT_DOWN";
 const char *const kPortRateLow = "PORT_RATE_LOW";
 const char *const kPortFlapping = "PORT_FLAPPING";

@@ -39,38 +39,39 @@ bool is_check_name(const std::string &name);
 
 // Failure codes (the <CODE> of "onramp:<CODE>: <detail>").
 namespace code {
-extern const char *const kOk;                 // a passing check
-extern const char *const kSkipped;            // a check not run
-extern const char *const kNoGpu;              // no GPU / GPU libraries missing
-extern const char *const kGpuCount;           // GPU count differs from the SKU
-extern const char *const kGpuModel;           // GPU model differs from the SKU
-extern const char *const kVersionMismatch;    // a version differs from the baseline
-extern const char *const kEccUncorrected;     // volatile uncorrected ECC errors
-extern const char *const kRowRemap;           // row remap pending or failed
-extern const char *const kXidCritical;        // critical XID within XidWindow
-extern const char *const kNvlinkDown;         // an NVLink link is down
-extern const char *const kMemBwLow;           // device memory bandwidth too low
-extern const char *const kNcclBwLow;          // single-node NCCL busbw too low
-extern const char *const kNcclCorrupt;        // NCCL produced wrong results
-extern const char *const kPairBwLow;          // 2-node busbw too low with >= 2 peers
-extern const char *const kPairInconclusive;   // one failing peer, or nothing measured
-extern const char *const kPortDown;           // an IB/RoCE port not ACTIVE/LinkUp
-extern const char *const kPortRateLow;        // port rate below the SKU's
-extern const char *const kPortFlapping;       // link_downed rose during the check
-extern const char *const kPortMissing;        // fewer ports than the SKU has
-extern const char *const kAffinityMismatch;   // GPU's nearest NIC / NUMA differs
-extern const char *const kPortErrors;         // a port error counter grew past its limit
-extern const char *const kPortWidthLow;       // a port trained to fewer lanes
-extern const char *const kPortMtuLow;         // a port's active MTU below the SKU's
-extern const char *const kGpuThrottled;       // thermal/power slowdown or low SM clock under load
-extern const char *const kGpuTempHigh;        // temperature over the SKU limit under load
-extern const char *const kGpuPowerHigh;       // power over the SKU limit under load
-extern const char *const kPcieDegraded;       // GPU/HCA PCIe gen or width below the SKU's
-extern const char *const kEccCorrectedHigh;   // volatile corrected ECC over the limit
-extern const char *const kRowRemapHigh;       // remapped rows over the limit
-extern const char *const kNvlinkErrors;       // NVLink error counters grew past the limit
-extern const char *const kGpuMemory;          // GPU memory smaller than the SKU's
-extern const char *const kPersistenceOff;     // persistence mode off
+extern const char *const kOk;               // a passing check
+extern const char *const kSkipped;          // a check not run
+extern const char *const kNoGpu;            // no GPU / GPU libraries missing
+extern const char *const kGpuCount;         // GPU count differs from the SKU
+extern const char *const kGpuModel;         // GPU model differs from the SKU
+extern const char *const kVersionMismatch;  // a version differs from the baseline
+extern const char *const kEccUncorrected;   // volatile uncorrected ECC errors
+extern const char *const kRowRemap;         // row remap pending or failed
+extern const char *const kXidCritical;      // critical XID within XidWindow
+extern const char *const kNvlinkDown;       // an NVLink link is down
+extern const char *const kMemBwLow;         // device memory bandwidth too low
+extern const char *const kNcclBwLow;        // single-node NCCL busbw too low
+extern const char *const kNcclCorrupt;      // NCCL produced wrong results
+extern const char *const kPairBwLow;        // 2-node busbw too low with >= 2 peers
+extern const char *const kPairInconclusive; // one failing peer, or nothing measured
+extern const char *const kRailBwLow;        // one rail (GPU + its HCA port) too low with >= 2 peers
+extern const char *const kPortDown;         // an IB/RoCE port not ACTIVE/LinkUp
+extern const char *const kPortRateLow;      // port rate below the SKU's
+extern const char *const kPortFlapping;     // link_downed rose during the check
+extern const char *const kPortMissing;      // fewer ports than the SKU has
+extern const char *const kAffinityMismatch; // GPU's nearest NIC / NUMA differs
+extern const char *const kPortErrors;       // a port error counter grew past its limit
+extern const char *const kPortWidthLow;     // a port trained to fewer lanes
+extern const char *const kPortMtuLow;       // a port's active MTU below the SKU's
+extern const char *const kGpuThrottled;     // thermal/power slowdown or low SM clock under load
+extern const char *const kGpuTempHigh;      // temperature over the SKU limit under load
+extern const char *const kGpuPowerHigh;     // power over the SKU limit under load
+extern const char *const kPcieDegraded;     // GPU/HCA PCIe gen or width below the SKU's
+extern const char *const kEccCorrectedHigh; // volatile corrected ECC over the limit
+extern const char *const kRowRemapHigh;     // remapped rows over the limit
+extern const char *const kNvlinkErrors;     // NVLink error counters grew past the limit
+extern const char *const kGpuMemory;        // GPU memory smaller than the SKU's
+extern const char *const kPersistenceOff;   // persistence mode off
 extern const char *const kGpuForeignProcess;  // a process not ours on a GPU
 extern const char *const kCheckTimeout;       // a check overran its timeout
 extern const char *const kCheckError;         // a check could not measure

@@ -27,6 +27,16 @@ teardown() {
 	[ "$(record_field node1 status)" = PASS ]
 }
 
+@test "bring-up had no admitted peer: the new nodes were paired with each other, none admitted without a pair test" {
+	local n rec
+	for n in $(expand_hostlist "node[1-$ONRAMP_CLUSTER_NODES]"); do
+		rec=$ONRAMP_CLUSTER_DIR/nodes/$n/onramp/admission.json
+		echo "$n: $(jq -c '[.verdict.checks[] | select(.name == "nccl_pair") | {status, detail}]' "$rec")"
+		jq -e '.status == "PASS" and ([.verdict.checks[] | select(.name == "nccl_pair" and .status == "PASS")] | length) == 1' "$rec"
+	done
+	grep -q "no admitted peer; pairing it with" "$ONRAMP_CLUSTER_DIR/log/onrampctl.log"
+}
+
 @test "a rebooted healthy node is out of production until admitted, then admitted without an admin step" {
 	local node=node2 job
 	# Back from the reboot but under admission: reserved, feature inactive.
@@ -206,6 +216,32 @@ teardown() {
 	[[ $(record_field node3 detail) == *node1* ]]
 	[[ $(node_state node1) == IDLE ]]
 	clear_profile node1
+}
+
+@test "a weak rail drains the node naming its HCA, port and GPU; a slow GPU in the all-GPU run names the GPU; a healthy node is admitted" {
+	local weak=node5 slow=node6 good=node4 rec
+	wait_for 60 "$weak, $slow and $good idle" eval "admitted_idle $weak && admitted_idle $slow && admitted_idle $good"
+	set_profile "$weak" weak-rail
+	set_profile "$slow" slow-gpu-pair
+	run "$ONRAMPCTL" admit "$weak"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	wait_for 60 "$weak drained RAIL_BW_LOW" drained_with "$weak" \
+		"^onramp:RAIL_BW_LOW: $weak mlx5_5 port 1 \\(GPU 5\\) 11\\.2 GB/s < 40\\.0 GB/s with node[0-9]+, node[0-9]+"
+	run "$ONRAMPCTL" admit "$slow"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	wait_for 60 "$slow drained PAIR_BW_LOW" drained_with "$slow" \
+		"^onramp:PAIR_BW_LOW: nccl_pair below 40\\.0 GB/s with 2 peers \\(slowest: $slow GPU 3\\): node[0-9]+ "
+	# A healthy node passes the all-GPU run and every rail.
+	run "$ONRAMPCTL" admit "$good"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	admitted_idle "$good"
+	rec=$ONRAMP_CLUSTER_DIR/nodes/$good/onramp/admission.json
+	jq -e '.verdict.checks[] | select(.name == "nccl_pair") | select(.detail | test("8 rails >= 40.0 GB/s"))' "$rec"
+	[ "$(jq '[.verdict.checks[] | select(.name == "nccl_pair") | .data.rails[] | select(.measured)] | length' "$rec")" -ge 8 ]
+	restore_nodes "$weak,$slow"
 }
 
 @test "an admin's drain reason is never touched, and onramp never resumes that node" {

@@ -46,6 +46,9 @@ static void shipped_baselines_parse(void **)
 	assert_true(one->peak_mem_bw_gbs == 4800 && h->peak_mem_bw_gbs == 4800);
 	assert_int_equal(one->affinity.size(), 1);
 	assert_true(one->affinity.at(0).nic.empty() && one->affinity.at(0).numa == -1);
+	// The per-rail pass: H200-SXM-8's NDR rails; none on a host without HCAs.
+	assert_true(h->rail_threshold_gbs(c) == 40 && h->peak_rail_busbw_gbs == 48);
+	assert_true(one->rail_threshold_gbs(c) == 0);
 }
 
 static void baseline_errors_name_file_and_field(void **)
@@ -90,6 +93,12 @@ static void baseline_errors_name_file_and_field(void **)
 	     "b.json: field 'gpu_depth.load_s': must be in [1, 3600]"},
 	    {"\"persistence\": true", "\"persistence\": true, \"fan\": 1",
 	     "b.json: field 'gpu_depth.fan': unknown field"},
+	    {"\"rail_busbw_gbs\": 48", "\"rail_busbw_gbs\": 0",
+	     "b.json: field 'peak.rail_busbw_gbs': must be a positive number"},
+	    {"\"rail_busbw_gbs\": 48", "\"rail_gbs\": 48",
+	     "b.json: field 'peak.rail_gbs': unknown field"},
+	    {",\n    \"rail_busbw_gbs\": 48", "",
+	     "b.json: field 'thresholds.rail_min_gbs': needs peak.rail_busbw_gbs"},
 	    {"{", "[", "b.json:"},
 	};
 	for (auto &tc : cases) {
@@ -136,6 +145,10 @@ static void profile_errors_name_file_and_field(void **)
 	     "p.json: field 'gpus[0].processes[0]': expected a process id"},
 	    {"\"link_downed_after\": 2", "\"link_downed_after\": 2, \"counters\": {\"x\": 1}",
 	     "p.json: field 'nics[0].ports[0].counters.x': unknown counter"},
+	    {"\"mem_bw_gbs\": 4291.5", "\"mem_bw_gbs\": 4291.5, \"pair_busbw_gbs\": -2",
+	     "p.json: field 'gpus[0].pair_busbw_gbs': must not be negative"},
+	    {"\"link_downed_after\": 2", "\"link_downed_after\": 2, \"rail_busbw_gbs\": \"x\"",
+	     "p.json: field 'nics[0].ports[0].rail_busbw_gbs': expected a number"},
 	};
 	for (auto &tc : cases) {
 		std::string text = good;

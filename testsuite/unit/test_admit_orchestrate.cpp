@@ -245,6 +245,65 @@ void every_path_of_a_wave_leaves_no_widened_reservation(void **)
 	assert_string_equal(g.out[3].result.c_str(), "timeout");
 }
 
+// No admitted peer at all (a first bring-up): before, each admission job
+// ran with no peer and its node was admitted on the node-local checks
+// alone. Now the run's other nodes are its peers, passed as untested, and
+// the job requires a pair test.
+void with_no_admitted_peer_new_nodes_are_paired_with_each_other(void **)
+{
+	Fixture f;
+	for (const char *n : {"node1", "node2", "node3", "node4"})
+		f.s.nodes_[n].features_active = "rack1";
+	f.s.nodes_["node4"].drain = true; // an admin's: never a peer
+	f.s.nodes_["node4"].reason = "admin: ticket 7";
+	f.job_ends("COMPLETED", 0);
+	assert_int_equal(f.run({"node1", "node2", "node3", "node4"}), 2); // node4 refused
+	assert_int_equal(f.s.submitted.size(), 3);
+	const slurm::BatchJob &b = f.s.submitted[0];
+	assert_string_equal(b.nodes.c_str(), "node1,node2,node3");
+	std::vector<std::string> tail(b.command.end() - 2, b.command.end());
+	assert_string_equal(tail[0].c_str(), "--untested-peers");
+	assert_string_equal(tail[1].c_str(), "node2,node3");
+	// Every job has two other nodes of the run, never the admin's node4.
+	for (const auto &j : f.s.submitted) {
+		assert_int_equal(j.num_nodes, 3);
+		assert_true(j.nodes.find("node4") == std::string::npos);
+	}
+	// One admitted node: the normal path, no untested peers.
+	Fixture g;
+	g.job_ends("COMPLETED", 0);
+	assert_int_equal(g.run({"node1"}), 0);
+	assert_true(std::find(g.s.submitted[0].command.begin(), g.s.submitted[0].command.end(),
+	                      "--untested-peers") == g.s.submitted[0].command.end());
+	// Admitted nodes that do not respond yet (a slurmctld restart) are
+	// waited for, not replaced by untested ones.
+	Fixture w;
+	for (const char *n : {"node2", "node3", "node4"})
+		w.s.nodes_[n].responding = false;
+	w.h.sleep = [&w](double d) {
+		w.t += d;
+		if (w.t > 1010)
+			w.s.nodes_["node3"].responding = true;
+	};
+	w.job_ends("COMPLETED", 0);
+	assert_int_equal(w.run({"node1", "node5"}), 0);
+	assert_string_equal(w.s.submitted[0].nodes.c_str(), "node1,node3");
+	assert_string_equal(w.s.submitted[0].command.back().c_str(), "node3");
+	// ... for peer_wait_s at most: then no peer, and the job requires one.
+	Fixture x;
+	for (const char *n : {"node2", "node3", "node4"})
+		x.s.nodes_[n].responding = false;
+	x.job_ends("COMPLETED", 0);
+	double t0 = x.t;
+	x.run({"node1", "node5"});
+	assert_string_equal(x.s.submitted[0].nodes.c_str(), "node1");
+	assert_true(x.t - t0 >= 60 && x.t - t0 < 62 + 70);
+	// Alone in the run with no admitted peer: no peer, the job runs without.
+	std::vector<slurm::Node> nodes(1);
+	nodes[0].name = "a";
+	assert_int_equal(pick_untested_peers(nodes, "a", {"a"}, 0, 2).size(), 0);
+}
+
 } // namespace
 
 // Contract 7: slurmctld restarted from a state saved before the run's
@@ -421,6 +480,7 @@ int main(void)
 	    cmocka_unit_test(could_not_judge_keeps_the_node_in_its_shrunk_reservation),
 	    cmocka_unit_test(a_timed_out_admission_is_cancelled_and_shrunk_back),
 	    cmocka_unit_test(a_submit_failure_returns_the_peers_at_once),
+	    cmocka_unit_test(with_no_admitted_peer_new_nodes_are_paired_with_each_other),
 	    cmocka_unit_test(a_stale_job_is_cancelled_and_a_locked_node_skipped),
 	    cmocka_unit_test(every_path_of_a_wave_leaves_no_widened_reservation),
 	    cmocka_unit_test(a_deletion_the_controller_lost_is_redone_before_the_run_ends),

@@ -155,7 +155,8 @@ static void sim_pairs_use_the_slower_profile(void **)
 	assert_string_equal(c.name.c_str(), "nccl_pair");
 	assert_true(c.value == 46.5);
 	assert_true(c.threshold == 40.0);
-	assert_contains(c.detail, "with good1; suspect peer bad1 (12.0 GB/s) [SIMULATED]");
+	assert_contains(c.detail, "with good1; suspect peer bad1 (12.0 GB/s); 8 rails >= 40.0 GB/s "
+	                          "[SIMULATED]");
 	assert_contains(c.to_json().dump(), "\"suspect_peers\":[\"bad1\"]");
 	assert_contains(c.to_json().dump(), "\"attempts\":[{\"peer\":\"bad1\"");
 	// good2 was not needed.
@@ -563,6 +564,217 @@ static void a_failing_launch_is_retried_and_inconclusive(void **)
 	assert_false(read_record(fx.record("new")).ok());
 }
 
+static RailAttempt rail(const char *peer, int gpu, double gbs, uint64_t wrong = 0)
+{
+	RailAttempt a;
+	a.peer = peer;
+	a.obs.gpu = gpu;
+	a.obs.hca = "mlx5_" + std::to_string(gpu);
+	a.obs.port = 1;
+	a.obs.measured = true;
+	a.obs.busbw_gbs = gbs;
+	a.obs.wrong = wrong;
+	return a;
+}
+
+// The per-rail pass judges each rail by the pair's blame rule: a weak rail
+// fails naming node, HCA, port and GPU only after two peers; one peer, or
+// nothing measured, is inconclusive; a rail that passed with any peer passes.
+static void rails_are_judged_one_by_one_with_the_blame_rule(void **)
+{
+	// Every rail passes.
+	RailDecision d = decide_rails("n3", {rail("p1", 0, 46), rail("p1", 1, 47)}, 40);
+	assert_int_equal(d.status, CheckStatus::Pass);
+	assert_string_equal(d.code.c_str(), "OK");
+	assert_contains(d.detail, "2 rails >= 40.0 GB/s");
+	// Rail 5 weak with two peers: RAIL_BW_LOW naming node, HCA, port, GPU.
+	std::vector<RailAttempt> a = {rail("p1", 4, 46), rail("p1", 5, 11.2), rail("p2", 4, 46),
+	                              rail("p2", 5, 10.9)};
+	assert_true(rails_decided(a, 40));
+	d = decide_rails("n3", a, 40);
+	assert_int_equal(d.status, CheckStatus::Fail);
+	assert_string_equal(d.code.c_str(), "RAIL_BW_LOW");
+	assert_string_equal(d.detail.c_str(),
+	                    "n3 mlx5_5 port 1 (GPU 5) 11.2 GB/s < 40.0 GB/s with p1, p2");
+	assert_int_equal(d.failed_gpus.size(), 1);
+	assert_int_equal(d.failed_gpus[0], 5);
+	// Weak with one peer only: undecided, a second peer is wanted ...
+	a = {rail("p1", 4, 46), rail("p1", 5, 11.2)};
+	assert_false(rails_decided(a, 40));
+	d = decide_rails("n3", a, 40);
+	assert_true(d.inconclusive());
+	assert_int_equal(d.status, CheckStatus::Error);
+	assert_contains(d.detail, "mlx5_5 port 1 (GPU 5) 11.2 GB/s with p1 only");
+	// ... and the peer's rail was the weak one when it passes with the next.
+	a.push_back(rail("p2", 5, 45));
+	a.push_back(rail("p2", 4, 45));
+	assert_true(rails_decided(a, 40));
+	assert_int_equal(decide_rails("n3", a, 40).status, CheckStatus::Pass);
+	// A rail that measured nothing is no evidence: inconclusive, why named.
+	RailAttempt none = rail("p1", 2, 0);
+	none.obs.measured = false;
+	none.obs.why = "rendezvous timed out";
+	d = decide_rails("n3", {rail("p1", 1, 46), none, rail("p2", 1, 46), none}, 40);
+	assert_true(d.inconclusive());
+	assert_contains(d.detail, "GPU 2) not measured: rendezvous timed out");
+	// Wrong results with two peers fail the rail too, said as such.
+	d = decide_rails("n3", {rail("p1", 0, 46, 7), rail("p2", 0, 46, 7)}, 40);
+	assert_string_equal(d.code.c_str(), "RAIL_BW_LOW");
+	assert_contains(d.detail, "(GPU 0) 7 wrong results with p1, p2");
+	// No attempt at all is never a pass.
+	assert_true(decide_rails("n3", {}, 40).inconclusive());
+}
+
+// The sim backend models the all-GPU run (the slowest GPU of either node)
+// and each rail (GPU g over its affine HCA port on both nodes).
+static void sim_all_gpu_run_and_rails(void **)
+{
+	AdmitFixture fx;
+	fx.profile("good1", "healthy");
+	fx.profile("good2", "healthy");
+	fx.profile("new", "healthy");
+	fx.profile("weak", "weak-rail");
+	fx.profile("weakpeer", "weak-rail");
+	fx.profile("slow", "slow-gpu-pair");
+
+	// Healthy: the all-GPU run and 8 rails pass, recorded in the data.
+	auto v = pair(fx, "new", {"good1", "good2"});
+	assert_true(v.ok());
+	assert_string_equal(v->status().c_str(), "PASS");
+	const CheckResult &c = v->checks.front();
+	assert_contains(c.detail, "8 rails >= 40.0 GB/s");
+	assert_contains(c.to_json().dump(), "\"nranks\":16");
+	assert_contains(c.to_json().dump(), "\"hca\":\"mlx5_5\"");
+
+	// A weak rail: the all-GPU run passes, rail 5 fails with two peers.
+	v = pair(fx, "weak", {"good1", "good2"});
+	assert_true(v.ok());
+	assert_string_equal(v->status().c_str(), "FAIL");
+	assert_string_equal(v->code().c_str(), "RAIL_BW_LOW");
+	assert_contains(v->detail(),
+	                "weak mlx5_5 port 1 (GPU 5) 11.2 GB/s < 40.0 GB/s with good1, good2");
+
+	// The same weak rail on the peer: the node passes with the next peer.
+	v = pair(fx, "new", {"weakpeer", "good1"});
+	assert_string_equal(v->status().c_str(), "PASS");
+	// ... and with no other peer it is inconclusive, never failed.
+	v = pair(fx, "new", {"weakpeer"});
+	assert_true(v->inconclusive);
+	assert_string_equal(v->code().c_str(), "PAIR_INCONCLUSIVE");
+
+	// A backend that lists fewer rails than the SKU's GPUs tested too few.
+	auto half = json_parse(slurp(src_path("etc/sim-profiles/healthy.json")), "healthy");
+	assert_true(half.ok());
+	while (json_array_size(json_object_get(half->get(), "gpus")) > 4)
+		json_array_remove(json_object_get(half->get(), "gpus"), 4);
+	put(fx.profiles + "/half.json", half->dump());
+	v = pair(fx, "half", {"good1", "good2"});
+	assert_true(v->inconclusive);
+	assert_contains(v->detail(), "per-rail pass: only 4 of 8 rails measured");
+
+	// One GPU slow in the all-GPU run: PAIR_BW_LOW naming it.
+	v = pair(fx, "slow", {"good1", "good2"});
+	assert_string_equal(v->status().c_str(), "FAIL");
+	assert_string_equal(v->code().c_str(), "PAIR_BW_LOW");
+	assert_contains(v->detail(),
+	                "with 2 peers (slowest: slow GPU 3): good1 (20.0 GB/s), good2");
+}
+
+// The real backend's launches: the all-GPU run asks each pair-rank for
+// every GPU; a rail run names its device and restricts NCCL to its HCA
+// port through the step's environment.
+static void pair_launch_all_gpus_and_one_rail(void **)
+{
+	std::string dir = unit_tmpdir();
+	put(dir + "/launch.sh", "#!/bin/sh\nprintf '%s\\n' \"$@\" >" + dir +
+	                            "/args\nprintf %s \"$NCCL_IB_HCA\" >" + dir +
+	                            "/hca\necho '{\"rank\":0,\"measured\":true,"
+	                            "\"busbw_gbs\":300,\"nranks\":16}'\n");
+	chmod((dir + "/launch.sh").c_str(), 0755);
+	AdmitFixture fx("real", "PairLaunchCommand=\"" + dir + "/launch.sh %p\"\n");
+	auto obs = run_pair_launch(fx.config(), "n1", "p1");
+	assert_true(obs.ok());
+	assert_int_equal(obs->nranks, 16);
+	assert_contains(slurp(dir + "/args"), "--rendezvous\nn1\n--all-gpus\n");
+	assert_string_equal(slurp(dir + "/hca").c_str(), "");
+	obs = run_pair_launch(fx.config(), "n1", "p1", 5, "=mlx5_5:1");
+	assert_true(obs.ok());
+	assert_contains(slurp(dir + "/args"), "--rendezvous\nn1\n--device\n5\n");
+	assert_string_equal(slurp(dir + "/hca").c_str(), "=mlx5_5:1");
+	// Inside the step, --all-gpus drives the baseline's gpu_count GPUs.
+	setenv(kPairSecretEnv, "00ff", 1);
+	setenv(kPairPortEnv, "41234", 1);
+	setenv(kPairPeerEnv, "p1", 1);
+	auto o = pair_rank_options(fx.config(), "n1", "n1", -1, -1, true);
+	assert_true(o.ok());
+	assert_int_equal(o->gpus, 8);
+	o = pair_rank_options(fx.config(), "n1", "n1", -1, 3, false);
+	assert_true(o.ok());
+	assert_int_equal(o->gpus, 0);
+	assert_int_equal(o->device, 3);
+	unsetenv(kPairSecretEnv);
+	unsetenv(kPairPortEnv);
+	unsetenv(kPairPeerEnv);
+}
+
+// A node used to be admitted with no pair test at all when no admitted
+// peer existed ("7 checks passed", no nccl_pair). With --require-pair (what
+// the admission job passes) it stays fenced: PAIR_INCONCLUSIVE, exit 2,
+// recorded INCONCLUSIVE (not admitted, not failed). Peers that are not admitted themselves
+// (--untested-peers, a bring-up) admit it on a pass and never drain it.
+static void assert_inconclusive_record(const std::string &path)
+{
+	auto rec = read_record(path);
+	assert_true(rec.ok());
+	assert_string_equal(rec->status.c_str(), "INCONCLUSIVE");
+	assert_string_equal(rec->code.c_str(), "PAIR_INCONCLUSIVE");
+}
+
+static void no_admission_without_a_pair_test(void **)
+{
+	AdmitFixture fx;
+	fx.profile("new", "healthy");
+	fx.profile("u1", "healthy");
+	fx.profile("b1", "bad-peer");
+	fx.profile("b2", "bad-peer");
+	fx.profile("badnew", "bad-peer");
+	fx.boot("new", "x");
+	fx.boot("badnew", "y");
+	std::string c = "--conf " + fx.conf;
+	auto r = run_admit(c + " --node new --record --require-pair");
+	assert_int_equal(r.rc, 2);
+	assert_contains(r.out, "PAIR_INCONCLUSIVE");
+	assert_contains(r.out, "no tested peer");
+	assert_inconclusive_record(fx.record("new"));
+	// A partial run (--checks) records nothing anyway and is left alone.
+	assert_int_equal(run_admit(c + " --node new --checks inventory --require-pair").rc, 0);
+	// Untested peers that fail blame nobody, whatever their number.
+	assert_int_equal(
+	    run_admit(c + " --node new --record --require-pair --untested-peers b[1-2]").rc, 2);
+	assert_inconclusive_record(fx.record("new"));
+	assert_int_equal(
+	    run_admit(c + " --node badnew --record --require-pair --untested-peers u1,new").rc, 2);
+	assert_inconclusive_record(fx.record("badnew"));
+	// A pass with an untested peer admits: both sides reached the busbw.
+	assert_int_equal(
+	    run_admit(c + " --node new --record --require-pair --untested-peers u1").rc, 0);
+	auto rec = read_record(fx.record("new"));
+	assert_true(rec.ok());
+	assert_string_equal(rec->status.c_str(), "PASS");
+	assert_contains(rec->detail, "with u1");
+	// An untested peer only in the per-rail pass blames nobody either.
+	fx.profile("weak", "weak-rail");
+	fx.boot("weak", "z");
+	auto w =
+	    run_admit(c + " --node weak --record --require-pair --peers u1 --untested-peers new");
+	assert_int_equal(w.rc, 2);
+	assert_contains(w.out, "RAIL_BW_LOW not blamed on the node: tried with peers not admitted "
+	                       "themselves (new)");
+	auto wr = read_record(fx.record("weak"));
+	assert_true(wr.ok());
+	assert_string_equal(wr->status.c_str(), "INCONCLUSIVE");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -580,6 +792,10 @@ int main(void)
 	    cmocka_unit_test(rendezvous_refuses_an_address_not_the_peers),
 	    cmocka_unit_test(a_failing_launch_is_retried_and_inconclusive),
 	    cmocka_unit_test(pair_rank_takes_the_port_and_the_peer_from_the_step),
+	    cmocka_unit_test(rails_are_judged_one_by_one_with_the_blame_rule),
+	    cmocka_unit_test(sim_all_gpu_run_and_rails),
+	    cmocka_unit_test(pair_launch_all_gpus_and_one_rail),
+	    cmocka_unit_test(no_admission_without_a_pair_test),
 	};
 	return cmocka_run_group_tests_name("admit_pair", tests, NULL, NULL);
 }

@@ -59,6 +59,8 @@ static void every_profile_gives_its_code(void **)
 	    {"port-errors", "FAIL", "PORT_ERRORS", "fabric"},
 	    // Could not measure (after a retry): inconclusive, never a pass.
 	    {"nvml-partial", "INCONCLUSIVE", "INCONCLUSIVE_GPU_DEPTH", "gpu_depth"},
+	    {"weak-rail", "PASS", "OK", nullptr},     // only the per-rail pass sees it
+	    {"slow-gpu-pair", "PASS", "OK", nullptr}, // only the all-GPU pair run sees it
 	};
 	AdmitFixture fx("sim", "CheckRetries=1\nCheckRetryBackoff=0\n");
 	for (auto &tc : cases) {
