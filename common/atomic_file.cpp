@@ -69,10 +69,12 @@ Result<int> open_state_dir(const std::string &dir, struct stat *sb, bool refuse_
 
 // A file of this account (f, open at fd) in directory d loses the mode bits
 // outside mode and takes d's group (best effort: a tightening, never a
-// reason to fail the write).
+// reason to fail the write). Not a file with another link: the directory's
+// owner may have hard-linked one of root's there (prune_files keeps what
+// it finds), and its mode and group are not this directory's to set.
 void restrict_file(int fd, const struct stat &f, const struct stat &d, mode_t mode)
 {
-	if (f.st_uid != geteuid())
+	if (f.st_uid != geteuid() || f.st_nlink != 1)
 		return;
 	if (f.st_gid != d.st_gid)
 		(void)!fchown(fd, static_cast<uid_t>(-1), d.st_gid);

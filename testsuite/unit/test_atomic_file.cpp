@@ -376,6 +376,30 @@ static void prune_files_keeps_the_newest_and_the_protected(void **)
 	assert_false(prune_files(dir + "/linked", spec).ok());
 }
 
+// A kept file with another link is not this directory's own: SlurmUser,
+// who owns verdicts/, hard-links a root-owned file there (any file where
+// fs.protected_hardlinks is 0) and root's prune gave it keep_mode and the
+// directory's group (seen live: a root:root 0644 file became root:slurm
+// 0640; /etc/shadow would have become readable by SlurmUser).
+static void prune_files_leaves_a_hard_linked_file_alone(void **)
+{
+	std::string dir = unit_tmpdir(), v = dir + "/verdicts", victim = dir + "/passwd";
+	assert_int_equal(mkdir(v.c_str(), 0750), 0);
+	assert_true(write_file_atomic(victim, "root's", 0644).ok());
+	assert_int_equal(link(victim.c_str(), (v + "/verdict.9.json").c_str()), 0);
+	struct stat before, after;
+	assert_int_equal(stat(victim.c_str(), &before), 0);
+	PruneSpec spec;
+	spec.prefix = "verdict.";
+	spec.suffix = ".json";
+	spec.keep = 3;
+	spec.keep_mode = 0640;
+	assert_true(prune_files(v, spec).ok());
+	assert_int_equal(stat(victim.c_str(), &after), 0);
+	assert_int_equal(after.st_mode & 07777, 0644);
+	assert_int_equal(after.st_gid, before.st_gid);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -391,6 +415,7 @@ int main(void)
 	    cmocka_unit_test(open_log_rotates_at_the_cap),
 	    cmocka_unit_test(open_log_follows_no_symlink),
 	    cmocka_unit_test(prune_files_keeps_the_newest_and_the_protected),
+	    cmocka_unit_test(prune_files_leaves_a_hard_linked_file_alone),
 	};
 	return cmocka_run_group_tests_name("atomic_file", tests, NULL, NULL);
 }
