@@ -91,9 +91,23 @@ void split_path(const std::string &path, std::string *dir, std::string *base)
 
 } // namespace
 
+int open_lock_file(const std::string &path)
+{
+	int fd = open_nofollow(path, O_RDONLY | O_CREAT, 0640);
+	if (fd < 0)
+		return -1;
+	// Any account that can open the file can flock it for as long as it
+	// likes: a lock file a plain user may read is a lock any user can
+	// hold (seen: "onrampctl admit" skipped a node whose lock a user held).
+	struct stat fs, ds;
+	if (fstat(fd, &fs) == 0 && stat(dir_of(path).c_str(), &ds) == 0)
+		restrict_file(fd, fs, ds, 0640);
+	return fd;
+}
+
 FileLock::FileLock(const std::string &path, bool wait, bool shared)
 {
-	fd_ = open_nofollow(path, O_RDONLY | O_CREAT, 0644);
+	fd_ = open_lock_file(path);
 	if (fd_ < 0) {
 		refused_ = open_nofollow_error(path, errno);
 		return;

@@ -5,6 +5,7 @@
 #include <ctime>
 #include <dirent.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <pwd.h>
 #include <set>
 #include <sys/stat.h>
@@ -400,6 +401,51 @@ static void prune_files_leaves_a_hard_linked_file_alone(void **)
 	assert_int_equal(after.st_gid, before.st_gid);
 }
 
+// A lock file no other account can open: an flock needs only a read
+// descriptor, so a plain user who could read StateDir/locks/admit.NODE.lock
+// held it and "onrampctl admit NODE" skipped the node ("an admission is
+// already running"), for as long as the user liked. Created 0640 (the
+// directory's group: SlurmUser's), an old world-readable one tightened.
+static void lock_files_are_not_readable_by_others(void **)
+{
+	std::string dir = unit_tmpdir(), fresh = dir + "/admit.n1.lock", old = dir + "/drain.lock";
+	umask(022);
+	{
+		FileLock l(fresh, false);
+		assert_true(l.held());
+	}
+	assert_int_equal(mode_of(fresh) & 0777, 0640);
+	assert_true(write_file_atomic(old, "", 0644).ok());
+	{
+		FileLock l(old, false);
+		assert_true(l.held());
+	}
+	assert_int_equal(mode_of(old) & 0777, 0640);
+	int fd = open_lock_file(dir + "/admit.n2.lock");
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(mode_of(dir + "/admit.n2.lock") & 0777, 0640);
+	if (geteuid() != 0)
+		return;
+	// As another account (nobody, in no group of the directory): no open.
+	struct passwd *pw = getpwnam("nobody");
+	if (!pw)
+		return;
+	assert_int_equal(chmod(dir.c_str(), 0755), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (setgroups(0, nullptr) != 0 || setgid(pw->pw_gid) != 0 ||
+		    setuid(pw->pw_uid) != 0)
+			_exit(3);
+		_exit(open(fresh.c_str(), O_RDONLY) < 0 && errno == EACCES ? 0 : 1);
+	}
+	int status = 0;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -416,6 +462,7 @@ int main(void)
 	    cmocka_unit_test(open_log_follows_no_symlink),
 	    cmocka_unit_test(prune_files_keeps_the_newest_and_the_protected),
 	    cmocka_unit_test(prune_files_leaves_a_hard_linked_file_alone),
+	    cmocka_unit_test(lock_files_are_not_readable_by_others),
 	};
 	return cmocka_run_group_tests_name("atomic_file", tests, NULL, NULL);
 }
