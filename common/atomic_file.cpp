@@ -520,6 +520,20 @@ Status make_private_dir(const std::string &dir)
 	return Status::Ok();
 }
 
+Status write_file_in_private_dir(const std::string &dir, const std::string &name,
+                                 const std::string &data, mode_t mode)
+{
+	Status st = make_private_dir(dir);
+	if (!st.ok())
+		return st;
+	struct stat sb;
+	auto fd = open_state_dir(dir, &sb, false);
+	if (!fd.ok())
+		return fd.status();
+	FdCloser closer{fd.value()};
+	return write_file_atomic_at(fd.value(), name, dir + "/" + name, data, mode);
+}
+
 Result<int> open_log(const std::string &path, int64_t max_bytes, mode_t mode)
 {
 	std::string dir, base;

@@ -144,6 +144,13 @@ int unlink_nofollow(const std::string &path);
 // left as it is).
 Status make_private_dir(const std::string &path);
 
+// make_private_dir(dir), then name written in it with write_file_atomic_at
+// through a descriptor of dir opened without following a symlink: a
+// symlink swapped in place of dir after the check (its parent is another
+// account's) is refused, never written through.
+Status write_file_in_private_dir(const std::string &dir, const std::string &name,
+                                 const std::string &data, mode_t mode);
+
 // The log files onramp appends to (NodeStateDir/jobcheck.log,
 // StateDir/trigger.log, StateDir/admit/orchestrate.log, a campaign's
 // admit.log). Root appends to some of them in a directory SlurmUser owns, so

@@ -1,6 +1,7 @@
 // Crash-safe writer: content replaced whole, no temp files left, errors named.
 #include "unit.hpp"
 
+#include <atomic>
 #include <cerrno>
 #include <ctime>
 #include <dirent.h>
@@ -11,6 +12,7 @@
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
 
 #include "atomic_file.hpp"
@@ -446,6 +448,33 @@ static void lock_files_are_not_readable_by_others(void **)
 	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+// The prolog's start marker (NodeStateDir/jobs/JOB.start): jobs/ is
+// root's, in a directory SlurmUser owns, so SlurmUser can exchange it with
+// a symlink (renameat2 RENAME_EXCHANGE, no gap) between root's check and
+// its write. Checked and then written by path, root created JOB.start in
+// the symlink's target (seen live on the second job); written through the
+// directory opened once, never.
+static void a_symlink_swapped_in_for_a_private_dir_gets_no_file(void **)
+{
+	std::string t = unit_tmpdir(), jobs = t + "/jobs", link = t + "/jobs.link";
+	assert_int_equal(mkdir((t + "/victim").c_str(), 0700), 0);
+	assert_int_equal(mkdir(jobs.c_str(), 0750), 0);
+	assert_int_equal(symlink((t + "/victim").c_str(), link.c_str()), 0);
+	std::atomic<bool> stop{false};
+	std::thread swapper([&] {
+		while (!stop)
+			renameat2(AT_FDCWD, jobs.c_str(), AT_FDCWD, link.c_str(), RENAME_EXCHANGE);
+	});
+	int ok = 0;
+	for (int i = 0; i < 20000; i++)
+		ok +=
+		    write_file_in_private_dir(jobs, std::to_string(i) + ".start", "1\n", 0640).ok();
+	stop = true;
+	swapper.join();
+	assert_true(list_dir(t + "/victim").empty());
+	assert_true(ok > 0); // the real directory was written to in between
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -463,6 +492,7 @@ int main(void)
 	    cmocka_unit_test(prune_files_keeps_the_newest_and_the_protected),
 	    cmocka_unit_test(prune_files_leaves_a_hard_linked_file_alone),
 	    cmocka_unit_test(lock_files_are_not_readable_by_others),
+	    cmocka_unit_test(a_symlink_swapped_in_for_a_private_dir_gets_no_file),
 	};
 	return cmocka_run_group_tests_name("atomic_file", tests, NULL, NULL);
 }
