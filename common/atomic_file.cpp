@@ -69,10 +69,12 @@ Result<int> open_state_dir(const std::string &dir, struct stat *sb, bool refuse_
 
 // A file of this account (f, open at fd) in directory d loses the mode bits
 // outside mode and takes d's group (best effort: a tightening, never a
-// reason to fail the write).
+// reason to fail the write). Not a file with another link: the directory's
+// owner may have hard-linked one of root's there (prune_files keeps what
+// it finds), and its mode and group are not this directory's to set.
 void restrict_file(int fd, const struct stat &f, const struct stat &d, mode_t mode)
 {
-	if (f.st_uid != geteuid())
+	if (f.st_uid != geteuid() || f.st_nlink != 1)
 		return;
 	if (f.st_gid != d.st_gid)
 		(void)!fchown(fd, static_cast<uid_t>(-1), d.st_gid);
@@ -89,9 +91,23 @@ void split_path(const std::string &path, std::string *dir, std::string *base)
 
 } // namespace
 
+int open_lock_file(const std::string &path)
+{
+	int fd = open_nofollow(path, O_RDONLY | O_CREAT, 0640);
+	if (fd < 0)
+		return -1;
+	// Any account that can open the file can flock it for as long as it
+	// likes: a lock file a plain user may read is a lock any user can
+	// hold (seen: "onrampctl admit" skipped a node whose lock a user held).
+	struct stat fs, ds;
+	if (fstat(fd, &fs) == 0 && stat(dir_of(path).c_str(), &ds) == 0)
+		restrict_file(fd, fs, ds, 0640);
+	return fd;
+}
+
 FileLock::FileLock(const std::string &path, bool wait, bool shared)
 {
-	fd_ = open_nofollow(path, O_RDONLY | O_CREAT, 0644);
+	fd_ = open_lock_file(path);
 	if (fd_ < 0) {
 		refused_ = open_nofollow_error(path, errno);
 		return;
@@ -502,6 +518,20 @@ Status make_private_dir(const std::string &dir)
 	    fchmod(fd.value(), sb.st_mode & 07770) != 0)
 		return errno_status("chmod", path);
 	return Status::Ok();
+}
+
+Status write_file_in_private_dir(const std::string &dir, const std::string &name,
+                                 const std::string &data, mode_t mode)
+{
+	Status st = make_private_dir(dir);
+	if (!st.ok())
+		return st;
+	struct stat sb;
+	auto fd = open_state_dir(dir, &sb, false);
+	if (!fd.ok())
+		return fd.status();
+	FdCloser closer{fd.value()};
+	return write_file_atomic_at(fd.value(), name, dir + "/" + name, data, mode);
 }
 
 Result<int> open_log(const std::string &path, int64_t max_bytes, mode_t mode)

@@ -80,8 +80,16 @@ Result<std::string> read_file_nofollow(const std::string &path, size_t max_bytes
 // errno on failure, like open(2).
 int open_nofollow(const std::string &path, int flags, mode_t mode = 0644);
 
+// Open the lock file path read-only (open_nofollow), created when absent:
+// readable by its owner and the directory's group (SlurmUser's: root's and
+// SlurmUser's runs share it), by no other account, so that no user can
+// open it to hold the lock (an flock needs only a read descriptor). One of
+// this account's left world-readable is tightened so. -1 and errno as
+// open_nofollow.
+int open_lock_file(const std::string &path);
+
 // An flock(2) held for the object's life on a fresh descriptor of path
-// (opened with open_nofollow, created 0644 when absent), so threads of one
+// (open_lock_file: created 0640 when absent), so threads of one
 // process exclude each other too; released however the scope ends. The
 // file is opened read-only: flock needs no write access, so root's and
 // SlurmUser's runs share one lock file. Shared: LOCK_SH instead of LOCK_EX.
@@ -135,6 +143,13 @@ int unlink_nofollow(const std::string &path);
 // there is refused; a sticky directory such as /tmp is shared by design and
 // left as it is).
 Status make_private_dir(const std::string &path);
+
+// make_private_dir(dir), then name written in it with write_file_atomic_at
+// through a descriptor of dir opened without following a symlink: a
+// symlink swapped in place of dir after the check (its parent is another
+// account's) is refused, never written through.
+Status write_file_in_private_dir(const std::string &dir, const std::string &name,
+                                 const std::string &data, mode_t mode);
 
 // The log files onramp appends to (NodeStateDir/jobcheck.log,
 // StateDir/trigger.log, StateDir/admit/orchestrate.log, a campaign's

@@ -48,7 +48,7 @@ std::vector<int> held_locks;
 bool lock_node(const std::string &dir, const std::string &node, time_t deadline)
 {
 	std::string path = dir + "/admit." + node + ".lock";
-	int fd = open_nofollow(path, O_RDONLY | O_CREAT, 0644);
+	int fd = open_lock_file(path);
 	if (fd < 0) {
 		log_error("cannot open %s: %s", path.c_str(), strerror(errno));
 		exit(1);

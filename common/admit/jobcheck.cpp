@@ -206,16 +206,18 @@ int jobcheck_main(JobCheckMode mode, int argc, char **argv)
 		// through (make_private_dir refuses it). Without the marker the
 		// epilog looks back to the record.
 		const std::string dir = expand_node(cfg->str("NodeStateDir"), node);
+		// The marker is written through a descriptor of jobs/: one swapped
+		// for a symlink after the check is never written through (seen:
+		// root's prolog made JOB.start in the symlink's target).
 		Status made = job.empty() ? Status::Ok() : make_private_dir(dir);
 		if (made.ok() && !job.empty())
-			made = make_private_dir(dir + "/jobs");
+			made =
+			    write_file_in_private_dir(dir + "/jobs", job + ".start",
+			                              std::to_string(time(nullptr)) + "\n", 0640);
 		if (!made.ok())
 			append_log(cfg.value(), node,
 			           std::string(prog) + " job " + job + " ERROR " + made.message() +
 			               "; no start marker");
-		else if (!job.empty())
-			(void)write_file_atomic(marker_path(cfg.value(), node, job),
-			                        std::to_string(time(nullptr)) + "\n", 0640);
 	} else {
 		double since = 0;
 		auto m = read_file(marker_path(cfg.value(), node, job), 64);

@@ -80,6 +80,18 @@ Result<std::unique_ptr<Db>> Db::open(const std::string &path, int busy_ms, bool 
 				return Status::Error(path + ": " + fs.message());
 		}
 	}
+	// A hard link there (SlurmUser owns StateDir and, where
+	// fs.protected_hardlinks is 0, may link any file of root's) would be
+	// written through: SQLite truncates and maps the -shm, writes the -wal
+	// and the database in place. Refused before SQLite opens them (a link
+	// made in between is not seen: StateDir's owner can always race this).
+	for (const char *suffix : {"", "-wal", "-shm", "-journal"}) {
+		struct stat sb;
+		std::string f = path + suffix;
+		if (lstat(f.c_str(), &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_nlink != 1)
+			return Status::Error(path + ": cannot open: " + f +
+			                     ": has other hard links, refused");
+	}
 	sqlite3 *h = nullptr;
 	int flags = read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
 	// StateDir is SlurmUser's: a symlink there in place of the database

@@ -300,9 +300,25 @@ std::vector<std::string> sbatch_args(const BatchJob &b)
 			dir = slash == 0 ? "/" : b.output.substr(0, slash);
 			name = b.output.substr(slash + 1);
 		}
+		// Only the parent is resolved: the directory's own name stays as
+		// given, so that a symlink another account put there in its place
+		// (SlurmUser owns StateDir, so it can swap admit/ or expand/ for
+		// one at any time) fails the script's pwd -P test instead of
+		// becoming the directory root writes in.
+		while (dir.size() > 1 && dir.back() == '/')
+			dir.pop_back();
+		size_t cut = dir.rfind('/');
+		std::string parent = cut == std::string::npos ? "."
+		                     : cut == 0               ? "/"
+		                                              : dir.substr(0, cut);
+		std::string own = cut == std::string::npos ? dir : dir.substr(cut + 1);
 		char real[PATH_MAX];
-		if (realpath(dir.c_str(), real))
-			dir = real;
+		if (own == "." || own == ".." || dir == "/") {
+			if (realpath(dir.c_str(), real))
+				dir = real;
+		} else if (realpath(parent.c_str(), real)) {
+			dir = std::string(real) + (strcmp(real, "/") ? "/" : "") + own;
+		}
 		static const char *const script =
 		    "d=$1 n=$2 j=%j x=%x; shift 2; n=${n//\"$j\"/$SLURM_JOB_ID}; "
 		    "n=${n//\"$x\"/$SLURM_JOB_NAME}; "

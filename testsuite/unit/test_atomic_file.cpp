@@ -1,15 +1,18 @@
 // Crash-safe writer: content replaced whole, no temp files left, errors named.
 #include "unit.hpp"
 
+#include <atomic>
 #include <cerrno>
 #include <ctime>
 #include <dirent.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <pwd.h>
 #include <set>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
 
 #include "atomic_file.hpp"
@@ -376,6 +379,102 @@ static void prune_files_keeps_the_newest_and_the_protected(void **)
 	assert_false(prune_files(dir + "/linked", spec).ok());
 }
 
+// A kept file with another link is not this directory's own: SlurmUser,
+// who owns verdicts/, hard-links a root-owned file there (any file where
+// fs.protected_hardlinks is 0) and root's prune gave it keep_mode and the
+// directory's group (seen live: a root:root 0644 file became root:slurm
+// 0640; /etc/shadow would have become readable by SlurmUser).
+static void prune_files_leaves_a_hard_linked_file_alone(void **)
+{
+	std::string dir = unit_tmpdir(), v = dir + "/verdicts", victim = dir + "/passwd";
+	assert_int_equal(mkdir(v.c_str(), 0750), 0);
+	assert_true(write_file_atomic(victim, "root's", 0644).ok());
+	assert_int_equal(link(victim.c_str(), (v + "/verdict.9.json").c_str()), 0);
+	struct stat before, after;
+	assert_int_equal(stat(victim.c_str(), &before), 0);
+	PruneSpec spec;
+	spec.prefix = "verdict.";
+	spec.suffix = ".json";
+	spec.keep = 3;
+	spec.keep_mode = 0640;
+	assert_true(prune_files(v, spec).ok());
+	assert_int_equal(stat(victim.c_str(), &after), 0);
+	assert_int_equal(after.st_mode & 07777, 0644);
+	assert_int_equal(after.st_gid, before.st_gid);
+}
+
+// A lock file no other account can open: an flock needs only a read
+// descriptor, so a plain user who could read StateDir/locks/admit.NODE.lock
+// held it and "onrampctl admit NODE" skipped the node ("an admission is
+// already running"), for as long as the user liked. Created 0640 (the
+// directory's group: SlurmUser's), an old world-readable one tightened.
+static void lock_files_are_not_readable_by_others(void **)
+{
+	std::string dir = unit_tmpdir(), fresh = dir + "/admit.n1.lock", old = dir + "/drain.lock";
+	umask(022);
+	{
+		FileLock l(fresh, false);
+		assert_true(l.held());
+	}
+	assert_int_equal(mode_of(fresh) & 0777, 0640);
+	assert_true(write_file_atomic(old, "", 0644).ok());
+	{
+		FileLock l(old, false);
+		assert_true(l.held());
+	}
+	assert_int_equal(mode_of(old) & 0777, 0640);
+	int fd = open_lock_file(dir + "/admit.n2.lock");
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(mode_of(dir + "/admit.n2.lock") & 0777, 0640);
+	if (geteuid() != 0)
+		return;
+	// As another account (nobody, in no group of the directory): no open.
+	struct passwd *pw = getpwnam("nobody");
+	if (!pw)
+		return;
+	assert_int_equal(chmod(dir.c_str(), 0755), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (setgroups(0, nullptr) != 0 || setgid(pw->pw_gid) != 0 ||
+		    setuid(pw->pw_uid) != 0)
+			_exit(3);
+		_exit(open(fresh.c_str(), O_RDONLY) < 0 && errno == EACCES ? 0 : 1);
+	}
+	int status = 0;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+// The prolog's start marker (NodeStateDir/jobs/JOB.start): jobs/ is
+// root's, in a directory SlurmUser owns, so SlurmUser can exchange it with
+// a symlink (renameat2 RENAME_EXCHANGE, no gap) between root's check and
+// its write. Checked and then written by path, root created JOB.start in
+// the symlink's target (seen live on the second job); written through the
+// directory opened once, never.
+static void a_symlink_swapped_in_for_a_private_dir_gets_no_file(void **)
+{
+	std::string t = unit_tmpdir(), jobs = t + "/jobs", link = t + "/jobs.link";
+	assert_int_equal(mkdir((t + "/victim").c_str(), 0700), 0);
+	assert_int_equal(mkdir(jobs.c_str(), 0750), 0);
+	assert_int_equal(symlink((t + "/victim").c_str(), link.c_str()), 0);
+	std::atomic<bool> stop{false};
+	std::thread swapper([&] {
+		while (!stop)
+			renameat2(AT_FDCWD, jobs.c_str(), AT_FDCWD, link.c_str(), RENAME_EXCHANGE);
+	});
+	int ok = 0;
+	for (int i = 0; i < 20000; i++)
+		ok +=
+		    write_file_in_private_dir(jobs, std::to_string(i) + ".start", "1\n", 0640).ok();
+	stop = true;
+	swapper.join();
+	assert_true(list_dir(t + "/victim").empty());
+	assert_true(ok > 0); // the real directory was written to in between
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -391,6 +490,9 @@ int main(void)
 	    cmocka_unit_test(open_log_rotates_at_the_cap),
 	    cmocka_unit_test(open_log_follows_no_symlink),
 	    cmocka_unit_test(prune_files_keeps_the_newest_and_the_protected),
+	    cmocka_unit_test(prune_files_leaves_a_hard_linked_file_alone),
+	    cmocka_unit_test(lock_files_are_not_readable_by_others),
+	    cmocka_unit_test(a_symlink_swapped_in_for_a_private_dir_gets_no_file),
 	};
 	return cmocka_run_group_tests_name("atomic_file", tests, NULL, NULL);
 }

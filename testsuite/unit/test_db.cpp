@@ -106,6 +106,40 @@ static void test_symlinked_database_refused(void **)
 	assert_int_equal(sb.st_size, 0);
 }
 
+// A hard link in place of the -shm, -wal or -journal file (SlurmUser owns
+// StateDir; where fs.protected_hardlinks is 0 it can link any file of
+// root's there): SQLite opens it O_RDWR without O_NOFOLLOW mattering, and
+// the -shm was truncated and overwritten with 32 KiB (seen live: root's
+// "onramp-migrate status" destroyed a root-owned file linked there as
+// migrate.db-shm). Refused, naming the file; the victim unchanged.
+static void test_hard_linked_journal_files_refused(void **)
+{
+	for (const char *suffix : {"-shm", "-wal", "-journal"}) {
+		std::string dir = unit_tmpdir(), victim = dir + "/victim", db = dir + "/m.db";
+		{
+			auto d = db::Db::open(db);
+			assert_true(d.ok());
+			assert_true(
+			    d.value()->exec("CREATE TABLE t (x); INSERT INTO t VALUES (1)").ok());
+		}
+		FILE *f = fopen(victim.c_str(), "w");
+		assert_non_null(f);
+		fputs("root's", f);
+		fclose(f);
+		unlink((db + suffix).c_str());
+		assert_int_equal(link(victim.c_str(), (db + suffix).c_str()), 0);
+		auto d = db::Db::open(db);
+		if (d.ok())
+			(void)d.value()->exec("INSERT INTO t VALUES (2)");
+		assert_false(d.ok());
+		assert_contains(d.status().message(),
+		                (db + suffix + ": has other hard links").c_str());
+		struct stat sb;
+		assert_int_equal(stat(victim.c_str(), &sb), 0);
+		assert_int_equal(sb.st_size, 6);
+	}
+}
+
 static void test_transactions(void **)
 {
 	std::string path;
@@ -168,6 +202,7 @@ int main(void)
 	    cmocka_unit_test(test_errors_name_the_file),
 	    cmocka_unit_test(test_transactions),
 	    cmocka_unit_test(test_symlinked_database_refused),
+	    cmocka_unit_test(test_hard_linked_journal_files_refused),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -6,6 +6,7 @@
 #include <csignal>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -249,6 +250,55 @@ static void test_sbatch_args_quote_every_word(void **)
 	assert_string_equal(slurm::join(slurm::sbatch_args(m)).c_str(), "-J,x,-N,1,--wrap,'true'");
 }
 
+// run_output_script DIR: run the batch script sbatch_args makes for a job
+// whose output is DIR/%x.%j.out (job 7, named j), as the node would.
+static void run_output_script(const std::string &dir)
+{
+	slurm::BatchJob b;
+	b.name = "j";
+	b.output = dir + "/%x.%j.out";
+	b.command = {"echo", "the job's output"};
+	std::string wrap = slurm::sbatch_args(b).back();
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		setenv("SLURM_JOB_ID", "7", 1);
+		setenv("SLURM_JOB_NAME", "j", 1);
+		execl("/bin/bash", "bash", "-c", wrap.c_str(), static_cast<char *>(nullptr));
+		_exit(127);
+	}
+	int status = 0;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+// The output directory's own name is not resolved when the job is
+// submitted: SlurmUser, who owns StateDir, can swap admit/ (or expand/)
+// for a symlink to a root-owned directory just before onramp submits, and
+// the job (root's) then created its output there. The script must find
+// the symlink (pwd -P) and drop the output; a real directory gets it.
+static void test_job_output_never_lands_behind_a_swapped_in_symlink(void **)
+{
+	std::string t = unit_tmpdir();
+	std::string victim = t + "/victim", admit = t + "/admit";
+	assert_int_equal(mkdir(victim.c_str(), 0755), 0);
+	assert_int_equal(symlink(victim.c_str(), admit.c_str()), 0);
+	run_output_script(admit);
+	assert_true(list_dir(victim).empty());
+	assert_int_equal(unlink(admit.c_str()), 0);
+	assert_int_equal(mkdir(admit.c_str(), 0755), 0);
+	run_output_script(admit);
+	auto out = read_file(admit + "/j.7.out", 4096);
+	assert_true(out.ok());
+	assert_string_equal(out.value().c_str(), "the job's output\n");
+	// A symlinked parent (root's, as an admin may set StateDir) is fine.
+	std::string via = t + "/via";
+	assert_int_equal(symlink(t.c_str(), via.c_str()), 0);
+	assert_int_equal(unlink((admit + "/j.7.out").c_str()), 0);
+	run_output_script(via + "/admit");
+	assert_true(read_file(admit + "/j.7.out", 4096).ok());
+}
+
 // What onramp-config --slurm prints (etc/onramp-accounting.sh reads its
 // defaults from it with jq): ClusterName and SlurmUser's name and uid, and
 // how many SlurmctldHost.
@@ -415,6 +465,7 @@ int main(void)
 	    cmocka_unit_test(test_nodes_expand_and_every_unknown_node_is_named),
 	    cmocka_unit_test(test_nodes_refuse_bad_and_hostile_expressions),
 	    cmocka_unit_test(test_sbatch_args_quote_every_word),
+	    cmocka_unit_test(test_job_output_never_lands_behind_a_swapped_in_symlink),
 	    cmocka_unit_test(test_ctl_conf_json_names_cluster_and_slurm_user),
 	    cmocka_unit_test(test_job_json_carries_state_nodes_hold_and_switches),
 	    cmocka_unit_test(test_a_look_alike_slurmd_gets_no_signal),
