@@ -395,3 +395,72 @@ booted_count() {
 		admitted_idle "$n"
 	done
 }
+
+# host_conf NAME: an onramp.conf for admin host NAME (a high-availability
+# controller pair on one machine): the cluster's, with its own StateDir
+# (the journal on its "local disk") and the one SharedStateDir both use.
+host_conf() {
+	sed "s|^StateDir=.*|StateDir=$BATS_TEST_TMPDIR/$1|" "$CONF" >"$BATS_TEST_TMPDIR/$1.conf"
+	printf 'SharedStateDir=%s\nLeaseSeconds=20\n' "$BATS_TEST_TMPDIR/shared" >>"$BATS_TEST_TMPDIR/$1.conf"
+}
+
+# on HOST CMD...: CMD run as admin host HOST (ONRAMP_LEASE_HOST names it in
+# its lease: both hosts share one kernel, boot id and host name here), with
+# the cluster's topology.conf (not one beside HOST's onramp.conf).
+on() {
+	local host=$1
+	shift
+	ONRAMP_CONF=$BATS_TEST_TMPDIR/$host.conf ONRAMP_LEASE_HOST=$host \
+		ONRAMP_TOPOLOGY_CONF=$ONRAMP_CLUSTER_DIR/etc/topology.conf "$@"
+}
+
+@test "a campaign whose driver died on admin host A is resumed on host B from SharedStateDir once A's lease expired, no node rebooted twice" {
+	local nodes='node[3,7]' from pid i json lease=$BATS_TEST_TMPDIR/shared/onramp.db.lease
+	mkdir -m 0700 "$BATS_TEST_TMPDIR/shared"
+	host_conf hostA
+	host_conf hostB
+	faulty node3 node7
+	from=$(wc -l <"$ONRAMP_REBOOT_LOG" 2>/dev/null || echo 0)
+	# Its own process group (setsid: pid and group), so the kill takes the
+	# whole orchestration.
+	# Its own session (setsid: pid, group and session), so the kill takes
+	# the whole orchestration.
+	ONRAMP_CONF=$BATS_TEST_TMPDIR/hostA.conf ONRAMP_LEASE_HOST=hostA \
+		ONRAMP_TOPOLOGY_CONF=$ONRAMP_CLUSTER_DIR/etc/topology.conf \
+		setsid "$ONRAMPCTL" expand "$nodes" --name expha >"$BATS_TEST_TMPDIR/hostA.log" 2>&1 &
+	pid=$!
+	# One wave (one node per rack): host A dies once both reboots were issued.
+	if ! wait_for 120 "the reboots of node3 and node7" eval \
+		"tail -n +$((from + 1)) $ONRAMP_REBOOT_LOG 2>/dev/null | grep -q 'reboot of node3:' &&
+		 tail -n +$((from + 1)) $ONRAMP_REBOOT_LOG | grep -q 'reboot of node7:'"; then
+		cat "$BATS_TEST_TMPDIR/hostA.log"
+		false
+	fi
+	kill -KILL -- "-$pid"
+	wait "$pid" || true
+	cat "$BATS_TEST_TMPDIR/hostA.log"
+	[ "$(jq -r .host "$lease")" = hostA ]
+	# Host B while A's lease is live: refused, naming A, its journal untouched.
+	run on hostB "$ONRAMPCTL" expand "$nodes" --name expha
+	echo "$output"
+	[ "$status" -ne 0 ]
+	[[ $output == *"onramp.db.lease: held by hostA"* ]]
+	[ ! -e "$BATS_TEST_TMPDIR/hostB/onramp.db" ]
+	# Once it expired, B imports A's last copy and finishes the campaign.
+	wait_for 60 "host A's lease to expire" eval \
+		"[[ ! -e $lease ]] || ((\$(date +%s) > \$(jq -r .expires $lease) + 2))"
+	run on hostB timeout 240 "$ONRAMPCTL" expand "$nodes" --name expha
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == *"taking over the lease of hostA"* ]]
+	json=$(on hostB "$ONRAMPCTL" expand-status --name expha --json)
+	[ "$(jq -r '.campaigns[0].state' <<<"$json")" = done ]
+	[ "$(jq -r '.campaigns[0].counts.admitted' <<<"$json")" -eq 2 ]
+	[ "$(jq '[.campaigns[0].nodes_detail[] | select(.reboots != 1)] | length' <<<"$json")" -eq 0 ]
+	for n in node3 node7; do
+		echo "$n booted $(booted_count "$n" "$from") time(s)"
+		[ "$(booted_count "$n" "$from")" -eq 1 ]
+		admitted_idle "$n"
+	done
+	rm -f "$BATS_TEST_TMPDIR/faulty"
+}
