@@ -62,6 +62,10 @@ const std::vector<KeySpec> &config_schema()
 	    {"AdmissionGres", KeyType::String, nullptr, nullptr, 0, 0,
 	     "GRES admission and pair-test jobs request per node (--gres, e.g. gpu:8), so that "
 	     "with ConstrainDevices=yes the checks see the node's GPUs; unset: none"},
+	    {"AdmissionPeerWait", KeyType::Duration, "60", nullptr, 0, 3600,
+	     "how long onrampctl admit waits for an admitted peer for the pair test while "
+	     "admitted nodes exist but none is usable, or nodes do not respond, or slurmctld "
+	     "started less than this ago (their features not heard yet)"},
 	    {"RebootCommand", KeyType::String, "/sbin/reboot", nullptr, 0, 0,
 	     "the site's real reboot command, run by onramp's RebootProgram wrapper"},
 	    {"CheckTimeout", KeyType::Duration, "300", nullptr, 1, 86400,

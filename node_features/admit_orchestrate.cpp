@@ -152,6 +152,7 @@ int orchestrate_main(int argc, char **argv)
 		return 2;
 	}
 	o.feature = cfg->str("AdmittedFeature");
+	o.peer_wait_s = static_cast<int>(cfg->seconds("AdmissionPeerWait"));
 	o.account = cfg->str("AdmissionAccount");
 	o.resv_base = cfg->str("AdmissionReservation");
 	std::string state = cfg->str("StateDir");

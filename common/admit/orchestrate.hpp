@@ -89,7 +89,7 @@ struct OrchestrateOptions {
 	// How long to wait for an admitted node that is not usable as a peer
 	// right now (not responding after a slurmctld restart, busy) when no
 	// other admitted peer is free.
-	int peer_wait_s = 60;
+	int peer_wait_s = 60; // AdmissionPeerWait
 	double poll_s = 1;
 	int save_wait_s = 60; // 7.: how long to wait for slurmctld's save
 };
