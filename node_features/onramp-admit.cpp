@@ -49,7 +49,8 @@ void usage(FILE *f)
 	    "       %s state-dir [--owner USER] DIR...\n"
 	    "       %s prune-verdicts [--conf FILE] [--node NAME]\n"
 	    "checks: "
-	    "inventory,versions,gpu_health,mem_bw,nccl_allreduce,fabric,topology,gpu_depth,host,dcgm\n"
+	    "inventory,versions,gpu_health,mem_bw,nccl_allreduce,fabric,topology,gpu_depth,host,"
+	    "dcgm\n"
 	    "exit status: 0 pass, 1 fail, 2 could not judge\n",
 	    kProg, kProg, kProg, kProg, kProg, kProg, kProg);
 }

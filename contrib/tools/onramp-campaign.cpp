@@ -280,7 +280,8 @@ int main(int argc, char **argv)
 		if (!lock->refused().empty())
 			return fail(Status::Error("cannot open the lock file: " + lock->refused()));
 		if (!lock->held())
-			return refuse("campaign " + a.id + " is being run by another onrampctl expand");
+			return refuse("campaign " + a.id +
+			              " is being run by another onrampctl expand");
 	}
 	auto cfg = Config::load(a.conf);
 	if (!cfg.ok())

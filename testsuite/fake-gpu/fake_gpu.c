@@ -17,7 +17,7 @@
 #include <string.h>
 #include <time.h>
 
-#define FAKE_GBS 4400.0 /* copy bandwidth, bytes read + written per ns */
+#define FAKE_GBS 4400.0   /* copy bandwidth, bytes read + written per ns */
 #define FAKE_H2D_GBS 50.0 /* host <-> device, bytes per ns */
 
 struct buf {

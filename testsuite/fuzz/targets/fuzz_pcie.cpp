@@ -21,9 +21,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	// A path under devices/ and nowhere else.
 	const std::string pre = "/r/sys/bus/pci/devices/";
 	std::string dir = admit::pci_device_dir("/r", text);
-	if (!dir.empty() && (dir.compare(0, pre.size(), pre) != 0 ||
-	                     dir.find('/', pre.size()) != std::string::npos ||
-	                     dir.find("..") != std::string::npos))
+	if (!dir.empty() &&
+	    (dir.compare(0, pre.size(), pre) != 0 ||
+	     dir.find('/', pre.size()) != std::string::npos || dir.find("..") != std::string::npos))
 		__builtin_trap();
 	return 0;
 }
