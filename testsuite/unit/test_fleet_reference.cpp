@@ -156,18 +156,25 @@ static void a_nodes_history_is_kept_and_bounded(void **)
 // <StateDir>/fleet replaced by SlurmUser (who may own StateDir) with a
 // symlink to a root-only directory: root writes no history there. An
 // admin's (root's) own symlink is followed.
+// A root-only directory t/victim and, at link, a symlink to it that nobody
+// owns (as SlurmUser would have made it).
+static void plant_foreign_symlink(const std::string &t, const std::string &link)
+{
+	assert_int_equal(mkdir((t + "/victim").c_str(), 0700), 0);
+	assert_int_equal(symlink((t + "/victim").c_str(), link.c_str()), 0);
+	struct passwd *nobody = getpwnam("nobody");
+	assert_non_null(nobody);
+	assert_int_equal(lchown(link.c_str(), nobody->pw_uid, nobody->pw_gid), 0);
+}
+
 static void a_symlink_someone_else_put_in_place_of_the_fleet_dir_is_refused(void **)
 {
 	if (geteuid() != 0)
 		skip();
 	std::string t = unit_tmpdir();
-	assert_int_equal(mkdir((t + "/victim").c_str(), 0700), 0);
 	Policy p = policy(1);
 	p.dir = t + "/fleet";
-	assert_int_equal(symlink((t + "/victim").c_str(), p.dir.c_str()), 0);
-	struct passwd *nobody = getpwnam("nobody");
-	assert_non_null(nobody);
-	assert_int_equal(lchown(p.dir.c_str(), nobody->pw_uid, nobody->pw_gid), 0);
+	plant_foreign_symlink(t, p.dir);
 	Status st = append_history(p, entry_of(passing_verdict("x1", 100)));
 	assert_false(st.ok());
 	assert_contains(st.message(), (p.dir + ": a symlink of uid").c_str());
@@ -187,15 +194,11 @@ static void a_symlink_swapped_in_after_the_check_gets_no_history(void **)
 	if (geteuid() != 0)
 		skip();
 	std::string t = unit_tmpdir();
-	assert_int_equal(mkdir((t + "/victim").c_str(), 0700), 0);
 	Policy p = policy(1);
 	p.dir = t + "/fleet";
 	std::string link = t + "/fleet.link";
 	assert_int_equal(mkdir(p.dir.c_str(), 0755), 0);
-	assert_int_equal(symlink((t + "/victim").c_str(), link.c_str()), 0);
-	struct passwd *nobody = getpwnam("nobody");
-	assert_non_null(nobody);
-	assert_int_equal(lchown(link.c_str(), nobody->pw_uid, nobody->pw_gid), 0);
+	plant_foreign_symlink(t, link);
 	std::atomic<bool> stop{false};
 	std::thread swapper([&] {
 		while (!stop)
