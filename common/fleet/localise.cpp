@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "fleet/robust.hpp"
 #include "hostlist.hpp"
@@ -358,9 +359,21 @@ bool cleared_independently(const std::vector<PairResult> &pairs, const FabricVie
 	}
 	// The node's slow pairs are what is to be explained; they cannot also
 	// be the evidence. Its healthy pairs stay: they speak for its peers.
+	// A pair is slow or healthy as a whole (the median of its samples, as
+	// localise judged it): a fast sample from before the fault, of a pair
+	// now slow, is not kept as the node's "healthy" evidence against the
+	// link.
+	std::set<std::pair<std::string, std::string>> slow_of_node;
+	auto key = [](const PairResult &p) {
+		return std::make_pair(std::min(p.a, p.b), std::max(p.a, p.b));
+	};
+	for (const auto &s : d.suspects)
+		for (const auto &e : s.evidence)
+			if (e.a == node || e.b == node)
+				slow_of_node.insert(key(e));
 	std::vector<PairResult> others;
 	for (const auto &p : pairs)
-		if ((p.a != node && p.b != node) || p.busbw_gbs >= d.good_gbs)
+		if ((p.a != node && p.b != node) || !slow_of_node.count(key(p)))
 			others.push_back(p);
 	LocaliseOptions same = opt;
 	same.good_gbs = d.good_gbs;
