@@ -429,24 +429,17 @@ Result<std::string> read_file_nofollow(const std::string &path, size_t max_bytes
 	return read_fd(fd, path, max_bytes);
 }
 
-int open_nofollow(const std::string &path, int flags, mode_t mode)
+namespace {
+
+// open_nofollow's last step: base in the directory open at dfd.
+int openat_regular(int dfd, const std::string &base, int flags, mode_t mode)
 {
-	std::string dir, base;
-	split_path(path, &dir, &base);
-	if (base.empty()) {
-		errno = EISDIR;
-		return -1;
-	}
-	int dfd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (dfd < 0)
-		return -1;
 	// O_NONBLOCK: a FIFO planted there must not block the open (it
 	// would wait for a writer or reader forever); only a regular file is
 	// kept, and one opened for writing must have no other link, so root
 	// never appends to a file SlurmUser hard-linked there.
 	int fd = openat(dfd, base.c_str(), flags | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, mode);
 	int saved = errno;
-	close(dfd);
 	if (fd < 0) {
 		// A FIFO opened for writing without a reader fails ENXIO.
 		errno = saved == ENXIO ? EINVAL : saved;
@@ -470,6 +463,51 @@ int open_nofollow(const std::string &path, int flags, mode_t mode)
 		errno = saved;
 		return -1;
 	}
+	return fd;
+}
+
+// The directory of path, opened O_DIRECTORY|O_NOFOLLOW; *base: the name in
+// it. -1 and errno on failure.
+int open_parent_nofollow(const std::string &path, std::string *base)
+{
+	std::string dir;
+	split_path(path, &dir, base);
+	if (base->empty()) {
+		errno = EISDIR;
+		return -1;
+	}
+	return open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+} // namespace
+
+int open_nofollow(const std::string &path, int flags, mode_t mode)
+{
+	std::string base;
+	int dfd = open_parent_nofollow(path, &base);
+	if (dfd < 0)
+		return -1;
+	int fd = openat_regular(dfd, base, flags, mode);
+	int saved = errno;
+	close(dfd);
+	errno = saved;
+	return fd;
+}
+
+int create_replacing(const std::string &path, mode_t mode)
+{
+	std::string base;
+	int dfd = open_parent_nofollow(path, &base);
+	if (dfd < 0)
+		return -1;
+	// unlinkat removes a symlink itself, never its target; a directory
+	// there is EISDIR.
+	int fd = -1;
+	if (unlinkat(dfd, base.c_str(), 0) == 0 || errno == ENOENT)
+		fd = openat_regular(dfd, base, O_WRONLY | O_CREAT | O_EXCL, mode);
+	int saved = errno;
+	close(dfd);
+	errno = saved;
 	return fd;
 }
 

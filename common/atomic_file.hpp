@@ -80,6 +80,16 @@ Result<std::string> read_file_nofollow(const std::string &path, size_t max_bytes
 // errno on failure, like open(2).
 int open_nofollow(const std::string &path, int flags, mode_t mode = 0644);
 
+// Create path as a new regular file (O_EXCL, mode), an old name there
+// removed first, both in path's directory opened once without following a
+// symlink (open_nofollow's rule): for root replacing a file in a directory
+// another account owns (NodeStateDir/verdicts). A symlink, FIFO or file at
+// the name is removed, never followed or opened; a directory swapped for a
+// symlink after the open is neither unlinked in nor written through; a name
+// planted between the removal and the create fails EEXIST. -1 and errno on
+// failure, like open(2).
+int create_replacing(const std::string &path, mode_t mode);
+
 // Open the lock file path read-only (open_nofollow), created when absent:
 // readable by its owner and the directory's group (SlurmUser's: root's and
 // SlurmUser's runs share it), by no other account, so that no user can

@@ -231,11 +231,11 @@ int main(int argc, char **argv)
 		return rc;
 	if (!o.output.empty()) {
 		// The verdict goes into NodeStateDir/verdicts, which SlurmUser may
-		// own: a new file, created exclusively, following no symlink (one
-		// planted at the name, even to a device or a FIFO, is EEXIST),
-		// never an existing one, whatever was put there after the caller
-		// removed the old name.
-		int fd = open_nofollow(o.output, O_WRONLY | O_CREAT | O_EXCL, 0640);
+		// own: whatever is at the name (an old verdict, a symlink, a FIFO)
+		// is removed and a new file created exclusively, both in the
+		// directory opened once without following a symlink
+		// (create_replacing): never a path resolved twice.
+		int fd = create_replacing(o.output, 0640);
 		if (fd < 0 || dup2(fd, STDOUT_FILENO) < 0) {
 			fprintf(stderr, "%s: --output %s: %s\n", kProg, o.output.c_str(),
 			        strerror(errno));

@@ -154,7 +154,8 @@ stand_in_admit() {
 		cat <<'EOS'
 while [ $# -gt 0 ]; do
 	[ "$1" = --reason-file ] && echo "onramp:OK" >"$2"
-	[ "$1" = --output ] && exec >"$2"
+	# As onramp-admit --output does: the old name replaced.
+	[ "$1" = --output ] && { rm -f -- "$2"; exec >"$2"; }
 	shift
 done
 EOS
@@ -182,34 +183,83 @@ EOS
 	grep -q '"verdict": "pass"' "$T/state/verdicts/verdict.manual.json"
 }
 
-@test "onramp-admit --output creates the verdict as a new file: a symlink or FIFO put at the name is refused, its target untouched" {
+@test "onramp-admit --output replaces a symlink or FIFO put at the name, never following or opening it" {
 	local v=$T/state/verdicts/verdict.manual.json before
 	mkdir -p "$T/state/verdicts"
 	chown nobody: "$T/state/verdicts"
 	mkfifo "$T/fifo"
 	before=$(stamp "$T/victim")
-	# What SlurmUser can put there between the job's rm and the open: a
-	# symlink to a root file, to a FIFO (bash's noclobber opened those:
-	# not a regular file), a FIFO itself.
-	for what in victim fifo-link fifo; do
+	# What SlurmUser can put at the name: a symlink to a root file, to a
+	# FIFO (bash's noclobber opened those: not a regular file), a FIFO
+	# itself, an old verdict.
+	for what in victim fifo-link fifo old; do
 		rm -f "$v"
 		case $what in
 		victim) ln -s "$T/victim" "$v" ;;
 		fifo-link) ln -s "$T/fifo" "$v" ;;
 		fifo) mkfifo "$v" ;;
+		old) echo stale >"$v" ;;
 		esac
 		run timeout 20 "$ONRAMP_REPO/node_features/onramp-admit" --output "$v" --node node1 --conf /nonexistent
 		echo "$what: $output"
 		[ "$status" -eq 2 ]
-		[[ $output == *"--output $v: File exists"* ]]
+		[ -f "$v" ] && [ ! -L "$v" ]
+		grep -q '"status":"ERROR"' "$v"
 	done
 	[ "$(stamp "$T/victim")" = "$before" ]
-	# A new name: created 0640 (whatever the umask), the answer in it.
+	[ -p "$T/fifo" ]
+	# A directory at the name is not removed.
 	rm -f "$v"
+	mkdir "$v"
+	run timeout 20 "$ONRAMP_REPO/node_features/onramp-admit" --output "$v" --node node1 --conf /nonexistent
+	[ "$status" -eq 2 ]
+	[[ $output == *"--output $v: Is a directory"* ]]
+	rmdir "$v"
+	# A new name: created 0640 (whatever the umask), the answer in it.
 	run bash -c 'umask 0; exec "$@"' _ "$ONRAMP_REPO/node_features/onramp-admit" --output "$v" --node node1 --conf /nonexistent
 	[ "$status" -eq 2 ]
 	[ "$(stat -c %a "$v")" = 640 ]
 	grep -q '"status":"ERROR"' "$v"
+}
+
+@test "the admission job never removes a verdict through a verdicts/ swapped for a symlink after its check" {
+	# SlurmUser owns NodeStateDir: it can exchange verdicts/ with a
+	# symlink to another directory at any moment. The job's old
+	# rm -f verdicts/verdict.manual.json removed root's file of that name
+	# there; onramp-admit now replaces the name in verdicts/ opened once.
+	local bin=$T/bin i
+	mkdir -p "$bin" "$T/state/verdicts" "$T/rootdir"
+	chown nobody: "$T/state/verdicts"
+	echo precious >"$T/rootdir/verdict.manual.json"
+	ln -s "$T/rootdir" "$T/state/swap"
+	printf '#!/bin/bash\necho %q\n' "$T/state" >"$bin/onramp-config"
+	chmod +x "$bin/onramp-config"
+	# The real onramp-admit for --output (it exits 2 on the missing conf,
+	# once the output is made), nothing else.
+	{
+		echo '#!/bin/bash'
+		printf '[ "$1" != state-dir ] || exec %q "$@"\n' "$ONRAMP_REPO/node_features/onramp-admit"
+		printf 'while [ $# -gt 0 ]; do [ "$1" != --output ] || exec %q --output "$2" --node node1 --conf /nonexistent; shift; done\n' \
+			"$ONRAMP_REPO/node_features/onramp-admit"
+	} >"$bin/onramp-admit"
+	chmod +x "$bin/onramp-admit"
+	python3 -c '
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+a, b = sys.argv[1].encode(), sys.argv[2].encode()
+while True:
+    libc.renameat2(-100, a, -100, b, 2)  # RENAME_EXCHANGE
+' "$T/state/verdicts" "$T/state/swap" &
+	local swapper=$!
+	for i in $(seq 150); do
+		env -u SLURM_JOB_ID ONRAMP_LIBEXEC="$bin" SLURMD_NODENAME=node1 \
+			"$ONRAMP_REPO/contrib/libexec/onramp-admission-job" >/dev/null 2>&1 || true
+		[ "$(cat "$T/rootdir/verdict.manual.json" 2>/dev/null)" = precious ] || break
+	done
+	kill "$swapper"
+	wait "$swapper" || true
+	echo "after $i runs: $(ls -l "$T/rootdir")"
+	[ "$(cat "$T/rootdir/verdict.manual.json")" = precious ]
 }
 
 @test "the admission job writes its verdict readable by no other account, whatever the job's umask" {
