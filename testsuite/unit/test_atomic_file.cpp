@@ -465,8 +465,9 @@ static void a_symlink_swapped_in_for_a_private_dir_gets_no_file(void **)
 		while (!stop)
 			renameat2(AT_FDCWD, jobs.c_str(), AT_FDCWD, link.c_str(), RENAME_EXCHANGE);
 	});
+	// 20000 writes, and more until one found the real directory.
 	int ok = 0;
-	for (int i = 0; i < 20000; i++)
+	for (int i = 0; i < 20000 || (ok == 0 && i < 200000); i++)
 		ok +=
 		    write_file_in_private_dir(jobs, std::to_string(i) + ".start", "1\n", 0640).ok();
 	stop = true;
