@@ -144,3 +144,47 @@ check_field() {
 	done
 	restore_nodes 'node[5-8]'
 }
+
+@test "a kernel command line, a sysctl, checkpoint bandwidth and free space off their floors drain with their code naming the part" {
+	local h=$HOSTS conf=$ONRAMP_CLUSTER_DIR/etc/onramp.conf
+	cp -p "$conf" "$h/onramp.conf.before"
+	# A baseline of this test's own with a host section: iommu=pt on the
+	# kernel command line and vm.swappiness 0 (the healthy trees have both).
+	cp -r "$ONRAMP_REPO/etc/baselines" "$h/baselines"
+	jq '. + {host: {cmdline: ["iommu=pt"], sysctl: {"vm.swappiness": "0"}}}' \
+		"$ONRAMP_REPO/etc/baselines/SIM-8GPU.json" >"$h/baselines/SIM-8GPU.json"
+	sed -i '/^BaselineDir=/d' "$conf"
+	echo "BaselineDir=$h/baselines" >>"$conf"
+	# node5: booted without iommu=pt; node6: vm.swappiness 60.
+	echo "BOOT_IMAGE=/vmlinuz root=/dev/sda1" >"$h/node5/proc/cmdline"
+	echo 60 >"$h/node6/proc/sys/vm/swappiness"
+	reboot_nodes 'node[5-6]'
+	wait_for 120 "node5 drained" drained_with node5 '^onramp:KERNEL_CMDLINE: host: kernel command line lacks iommu=pt'
+	wait_for 60 "node6 drained" drained_with node6 '^onramp:SYSCTL_MISMATCH: host: vm.swappiness = 60, expected 0'
+	# A floor no disk meets: /ckpt's write bandwidth is measured, and low.
+	jq '.host.ckpt_write_gbs = 1000000' "$h/baselines/SIM-8GPU.json" >"$h/b.json"
+	mv "$h/b.json" "$h/baselines/SIM-8GPU.json"
+	run "$ONRAMPCTL" admit node7
+	echo "$output"
+	wait_for 60 "node7 drained" drained_with node7 '^onramp:CKPT_BW_LOW: host: /ckpt write [0-9.]+ GB/s < 1e\+06 GB/s \(4194304 bytes\)'
+	[[ $(check_field node7 host data.checkpoint_io.write_gbs) =~ ^[0-9.e+-]+$ ]]
+	# More free space asked of /data than any disk here has.
+	cp -p "$h/onramp.conf.before" "$conf"
+	sed -i 's|^AdmissionMounts=.*|AdmissionMounts=/ckpt:lustre,/data:nfs4:1000000000|' "$conf"
+	run "$ONRAMPCTL" admit node8
+	echo "$output"
+	wait_for 60 "node8 drained" drained_with node8 '^onramp:MOUNT_FULL: host: /data [0-9.]+ GiB free < 1e\+09 GiB'
+	for n in node5 node6 node7 node8; do
+		run ! node_admitted "$n"
+		[ "$(record_field "$n" status)" = FAIL ]
+		healthy_host "$n"
+	done
+	cp -p "$h/onramp.conf.before" "$conf"
+	# node5's and node6's slurmd read the test's BaselineDir when they
+	# booted: judged against it, a record made under the restored baseline
+	# is "baseline changed". A reboot reads onramp.conf again, and admits.
+	reboot_nodes 'node[5-6]'
+	restore_nodes 'node[7-8]'
+	wait_for 180 "node5 admitted and idle" admitted_idle node5
+	wait_for 60 "node6 admitted and idle" admitted_idle node6
+}
