@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <cstring>
 #include <dirent.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "admit/record.hpp"
@@ -166,6 +167,8 @@ std::string history_path(const Policy &p, const std::string &node)
 
 namespace {
 
+constexpr size_t kHistoryMaxBytes = 4u << 20;
+
 // A node's history from text read from path (named in errors).
 Result<std::vector<Entry>> parse_history(const std::string &text, const std::string &path)
 {
@@ -189,15 +192,36 @@ Result<std::vector<Entry>> parse_history(const std::string &text, const std::str
 
 } // namespace
 
+namespace {
+
+// name in the fleet directory open at dfd (path names it): a regular file,
+// never a symlink followed, an absent one empty.
+Result<std::vector<Entry>> history_at(int dfd, const std::string &name, const std::string &path)
+{
+	if (faccessat(dfd, name.c_str(), F_OK, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT)
+		return std::vector<Entry>();
+	auto text = read_file_at(dfd, name, path, kHistoryMaxBytes);
+	if (!text.ok())
+		return text.status();
+	return parse_history(text.value(), path);
+}
+
+} // namespace
+
 Result<std::vector<Entry>> read_history(const std::string &path)
 {
-	auto text = read_file(path, 4u << 20);
-	if (!text.ok()) {
-		if (access(path.c_str(), F_OK) != 0 && errno == ENOENT)
-			return std::vector<Entry>();
-		return text.status();
-	}
-	return parse_history(text.value(), path);
+	// The fleet directory may sit in SlurmUser's StateDir: a symlink
+	// there is never read through (root would open its target and quote
+	// its first word in the parse error).
+	size_t slash = path.rfind('/');
+	auto dir = open_dir_trusted(slash == std::string::npos ? "."
+	                            : slash == 0               ? "/"
+	                                                       : path.substr(0, slash));
+	if (!dir.ok())
+		return dir.status();
+	auto h = history_at(dir.value(), path.substr(slash + 1), path);
+	close(dir.value());
+	return h;
 }
 
 Status append_history(const Policy &p, const Entry &e)
@@ -212,11 +236,7 @@ Status append_history(const Policy &p, const Entry &e)
 		return dir.status();
 	int dfd = dir.value();
 	std::string name = e.node + ".json", path = history_path(p, e.node);
-	Result<std::vector<Entry>> h = std::vector<Entry>();
-	if (faccessat(dfd, name.c_str(), F_OK, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT) {
-		auto text = read_file_at(dfd, name, path, 4u << 20);
-		h = text.ok() ? parse_history(text.value(), path) : text.status();
-	}
+	auto h = history_at(dfd, name, path);
 	std::vector<Entry> entries;
 	if (h.ok())
 		entries = std::move(h.value());
@@ -283,9 +303,27 @@ std::map<std::string, std::vector<Entry>> read_all(const Policy &p,
                                                    std::vector<std::string> *warnings)
 {
 	std::map<std::string, std::vector<Entry>> out;
-	DIR *d = opendir(p.dir.c_str());
-	if (!d)
+	// Read through the directory opened once, as append_history writes
+	// it: neither it nor a history in it followed when another account's
+	// symlink.
+	struct stat sb;
+	if (lstat(p.dir.c_str(), &sb) != 0)
 		return out;
+	auto dir = open_dir_trusted(p.dir);
+	if (!dir.ok()) {
+		if (warnings)
+			warnings->push_back(dir.status().message());
+		return out;
+	}
+	int dfd = dir.value();
+	int lfd = dup(dfd);
+	DIR *d = lfd >= 0 ? fdopendir(lfd) : nullptr;
+	if (!d) {
+		if (lfd >= 0)
+			close(lfd);
+		close(dfd);
+		return out;
+	}
 	while (struct dirent *de = readdir(d)) {
 		std::string name = de->d_name;
 		if (name.size() <= 5 || name[0] == '.' || name.substr(name.size() - 5) != ".json")
@@ -293,7 +331,7 @@ std::map<std::string, std::vector<Entry>> read_all(const Policy &p,
 		std::string node = name.substr(0, name.size() - 5);
 		if (excluded(p, node))
 			continue;
-		auto h = read_history(p.dir + "/" + name);
+		auto h = history_at(dfd, name, p.dir + "/" + name);
 		if (!h.ok()) {
 			if (warnings)
 				warnings->push_back(h.status().message());
@@ -302,6 +340,7 @@ std::map<std::string, std::vector<Entry>> read_all(const Policy &p,
 		out[node] = std::move(h.value());
 	}
 	closedir(d);
+	close(dfd);
 	return out;
 }
 

@@ -215,6 +215,47 @@ static void a_symlink_swapped_in_after_the_check_gets_no_history(void **)
 	assert_true(ok > 0); // the real directory was written to in between
 }
 
+// SlurmUser may own <StateDir>/fleet's parent and put its own fleet/ there
+// with NODE.json as a symlink to a root-only file: root's reader of the
+// fleet (every admission, onrampctl diagnose) opened the target and quoted
+// its first word in a warning ("near 'precious'") that landed in the
+// admission job's world-readable output. Neither a history nor the
+// directory is followed; the foreign fleet dir is refused.
+static void root_reads_no_history_through_a_symlink(void **)
+{
+	if (geteuid() != 0)
+		skip();
+	std::string t = unit_tmpdir();
+	Policy p = policy(1);
+	p.dir = t + "/fleet";
+	assert_int_equal(mkdir(p.dir.c_str(), 0755), 0);
+	assert_true(append_history(p, entry_of(passing_verdict("n1", 100))).ok());
+	assert_int_equal(mkdir((t + "/victim").c_str(), 0700), 0);
+	FILE *f = fopen((t + "/victim/secret").c_str(), "w");
+	fputs("precious root data\n", f);
+	fclose(f);
+	assert_int_equal(symlink((t + "/victim/secret").c_str(), (p.dir + "/x1.json").c_str()), 0);
+	std::vector<std::string> warnings;
+	auto fleet = load_fleet(p, time(nullptr), &warnings);
+	assert_int_equal(fleet.size(), 1);
+	assert_int_equal(warnings.size(), 1);
+	assert_true(warnings[0].find("precious") == std::string::npos);
+	assert_contains(warnings[0], (p.dir + "/x1.json").c_str());
+	auto h = read_history(p.dir + "/x1.json");
+	assert_false(h.ok());
+	assert_true(h.status().message().find("precious") == std::string::npos);
+	// The whole fleet/ a symlink of another account's: nothing read.
+	std::string link = t + "/fleet2";
+	assert_int_equal(symlink(p.dir.c_str(), link.c_str()), 0);
+	struct passwd *nobody = getpwnam("nobody");
+	assert_int_equal(lchown(link.c_str(), nobody->pw_uid, nobody->pw_gid), 0);
+	p.dir = link;
+	warnings.clear();
+	assert_true(load_fleet(p, time(nullptr), &warnings).empty());
+	assert_int_equal(warnings.size(), 1);
+	assert_contains(warnings[0], (link + ": a symlink of uid").c_str());
+}
+
 static void old_admissions_and_excluded_nodes_leave_the_reference(void **)
 {
 	Policy p = policy(1);
@@ -257,6 +298,7 @@ int main()
 	    cmocka_unit_test(a_nodes_history_is_kept_and_bounded),
 	    cmocka_unit_test(a_symlink_someone_else_put_in_place_of_the_fleet_dir_is_refused),
 	    cmocka_unit_test(a_symlink_swapped_in_after_the_check_gets_no_history),
+	    cmocka_unit_test(root_reads_no_history_through_a_symlink),
 	    cmocka_unit_test(old_admissions_and_excluded_nodes_leave_the_reference),
 	    cmocka_unit_test(a_bad_history_file_is_an_error_naming_it),
 	};
