@@ -4,7 +4,9 @@
 #include <cerrno>
 #include <fcntl.h>
 #include <cmath>
+#include <cstring>
 #include <ctime>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "admit/backend.hpp"
@@ -23,15 +25,50 @@ std::string probe_results_path(const Policy &p)
 	return p.dir + "/probe/results.json";
 }
 
-Result<std::vector<PairSample>> read_probe_results(const Policy &p)
+namespace {
+
+// results.json in the probe directory open at dfd (path names it): a
+// regular file, never a symlink followed; absent, no samples.
+Result<std::vector<PairSample>> probe_results_at(int dfd, const std::string &path)
 {
-	std::string path = probe_results_path(p);
-	if (access(path.c_str(), F_OK) != 0 && errno == ENOENT)
+	if (faccessat(dfd, "results.json", F_OK, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT)
 		return std::vector<PairSample>();
-	auto j = json_load_file(path);
+	auto text = read_file_at(dfd, "results.json", path);
+	if (!text.ok())
+		return text.status();
+	auto j = json_parse(text.value(), path);
 	if (!j.ok())
 		return j.status();
 	return pairs_from_json(j->get(), path, "");
+}
+
+} // namespace
+
+Result<std::vector<PairSample>> read_probe_results(const Policy &p)
+{
+	// FleetDir may sit in SlurmUser's StateDir: neither it, probe/ nor
+	// results.json is read through another account's symlink.
+	std::string path = probe_results_path(p);
+	struct stat sb;
+	if (lstat(p.dir.c_str(), &sb) != 0 && errno == ENOENT)
+		return std::vector<PairSample>();
+	auto dir = open_dir_trusted(p.dir);
+	if (!dir.ok())
+		return dir.status();
+	int sub = openat(dir.value(), "probe", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int err = errno;
+	close(dir.value());
+	if (sub < 0) {
+		if (err == ENOENT)
+			return std::vector<PairSample>();
+		return Status::Error(p.dir + "/probe: " +
+		                     (err == ELOOP || err == ENOTDIR
+		                          ? "a symlink or not a directory, refused"
+		                          : std::string(strerror(err))));
+	}
+	auto r = probe_results_at(sub, path);
+	close(sub);
+	return r;
 }
 
 Status record_probe_results(const Policy &p, const std::vector<PairSample> &samples)
@@ -48,18 +85,12 @@ Status record_probe_results(const Policy &p, const std::vector<PairSample> &samp
 		return sub.status();
 	int dfd = sub.value();
 	std::string path = probe_results_path(p);
-	std::vector<PairSample> all;
-	if (faccessat(dfd, "results.json", F_OK, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT) {
-		auto text = read_file_at(dfd, "results.json", path);
-		auto j = text.ok() ? json_parse(text.value(), path) : Result<Json>(text.status());
-		auto old = j.ok() ? pairs_from_json(j->get(), path, "")
-		                  : Result<std::vector<PairSample>>(j.status());
-		if (!old.ok()) {
-			close(dfd);
-			return old.status();
-		}
-		all = std::move(old.value());
+	auto old = probe_results_at(dfd, path);
+	if (!old.ok()) {
+		close(dfd);
+		return old.status();
 	}
+	std::vector<PairSample> all = std::move(old.value());
 	all.insert(all.end(), samples.begin(), samples.end());
 	if (all.size() > kProbeMax)
 		all.erase(all.begin(), all.begin() + static_cast<long>(all.size() - kProbeMax));

@@ -16,6 +16,7 @@
 
 #include "admit/record.hpp"
 #include "atomic_file.hpp"
+#include "fleet/diagnose.hpp"
 #include "fleet/reference.hpp"
 #include "log.hpp"
 
@@ -256,6 +257,43 @@ static void root_reads_no_history_through_a_symlink(void **)
 	assert_contains(warnings[0], (link + ": a symlink of uid").c_str());
 }
 
+// onrampctl diagnose read FleetDir/probe/results.json by path: a symlink
+// SlurmUser put there had root open its target and quote it in the parse
+// error. Read through the directories opened once, never followed.
+static void root_reads_no_probe_results_through_a_symlink(void **)
+{
+	if (geteuid() != 0)
+		skip();
+	std::string t = unit_tmpdir();
+	Policy p = policy(1);
+	p.dir = t + "/fleet";
+	assert_true(read_probe_results(p).ok()); // nothing there yet: no samples
+	assert_true(read_probe_results(p)->empty());
+	assert_true(record_probe_results(p, {{"n1", "n2", 40.0, "2026-12-07T00:00:00Z"}}).ok());
+	assert_int_equal(read_probe_results(p)->size(), 1);
+	assert_int_equal(mkdir((t + "/victim").c_str(), 0700), 0);
+	FILE *f = fopen((t + "/victim/secret").c_str(), "w");
+	fputs("precious root data\n", f);
+	fclose(f);
+	std::string res = p.dir + "/probe/results.json";
+	assert_int_equal(unlink(res.c_str()), 0);
+	assert_int_equal(symlink((t + "/victim/secret").c_str(), res.c_str()), 0);
+	auto r = read_probe_results(p);
+	assert_false(r.ok());
+	assert_true(r.status().message().find("precious") == std::string::npos);
+	assert_contains(r.status().message(), res.c_str());
+	// probe/ itself a symlink to the victim's directory: refused too.
+	assert_int_equal(unlink(res.c_str()), 0);
+	assert_int_equal(rmdir((p.dir + "/probe").c_str()), 0);
+	assert_int_equal(
+	    rename((t + "/victim/secret").c_str(), (t + "/victim/results.json").c_str()), 0);
+	assert_int_equal(symlink((t + "/victim").c_str(), (p.dir + "/probe").c_str()), 0);
+	r = read_probe_results(p);
+	assert_false(r.ok());
+	assert_true(r.status().message().find("precious") == std::string::npos);
+	assert_contains(r.status().message(), "/probe: a symlink or not a directory, refused");
+}
+
 static void old_admissions_and_excluded_nodes_leave_the_reference(void **)
 {
 	Policy p = policy(1);
@@ -299,6 +337,7 @@ int main()
 	    cmocka_unit_test(a_symlink_someone_else_put_in_place_of_the_fleet_dir_is_refused),
 	    cmocka_unit_test(a_symlink_swapped_in_after_the_check_gets_no_history),
 	    cmocka_unit_test(root_reads_no_history_through_a_symlink),
+	    cmocka_unit_test(root_reads_no_probe_results_through_a_symlink),
 	    cmocka_unit_test(old_admissions_and_excluded_nodes_leave_the_reference),
 	    cmocka_unit_test(a_bad_history_file_is_an_error_naming_it),
 	};
