@@ -216,7 +216,7 @@ void parse_nic(JsonReader &r, const json_t *n, const std::string &path, Profile:
 		if (!r.expect_object(p, pp))
 			return;
 		r.only_keys(p, pp,
-		            {"port", "state", "phys_state", "link_layer", "rate_gbps",
+		            {"port", "state", "phys_state", "link_layer", "rate_gbps", "rate",
 		             "link_downed", "link_downed_after", "counters", "counters_after",
 		             "active_mtu", "rail_busbw_gbs"});
 		Profile::Port port;
@@ -226,6 +226,7 @@ void parse_nic(JsonReader &r, const json_t *n, const std::string &path, Profile:
 		port.phys_state = r.str_or(p, pp, "phys_state", port.phys_state);
 		port.link_layer = r.str_or(p, pp, "link_layer", port.link_layer);
 		port.rate_gbps = r.num(p, pp, "rate_gbps");
+		port.rate_text = r.str_or(p, pp, "rate", "");
 		port.link_downed = nonneg_int(r, p, pp, "link_downed", 0);
 		port.link_downed_after =
 		    nonneg_int(r, p, pp, "link_downed_after", port.link_downed);
@@ -514,7 +515,9 @@ public:
 				o.port = port.port;
 				o.state = port.state;
 				o.phys_state = port.phys_state;
-				o.rate = strprintf("%g Gb/sec", port.rate_gbps);
+				o.rate = port.rate_text.empty()
+				             ? strprintf("%g Gb/sec", port.rate_gbps)
+				             : port.rate_text;
 				o.link_layer = port.link_layer;
 				o.has_link_downed = true;
 				o.link_downed = port.link_downed;

@@ -40,6 +40,8 @@ struct Profile {
 		int port = 1;
 		std::string state = "ACTIVE", phys_state = "LinkUp", link_layer = "InfiniBand";
 		double rate_gbps = 0;
+		// sysfs's rate text ("400 Gb/sec (2X XDR)"); "": "<rate_gbps> Gb/sec".
+		std::string rate_text;
 		int64_t link_downed = 0, link_downed_after = 0;
 		std::map<std::string, uint64_t> counters, counters_after; // error counters
 		int active_mtu = 4096;
