@@ -108,6 +108,7 @@ private:
 	struct Launched {
 		uint32_t job;
 		size_t outcome;
+		int repicks = 0; // times its peers were chosen again
 	};
 
 	void note(int rc) { worst_ = std::max(worst_, rc); }
@@ -195,7 +196,60 @@ private:
 		if (out_)
 			(*out_)[i].job = job;
 		set_outcome(i, "submitted");
-		launched_[node] = {job, i};
+		launched_[node] = {job, i, 0};
+	}
+
+	// A pending admission job whose peer can no longer run it (drained or
+	// down since it was chosen: a controller restarted from older state
+	// drains a node "Duplicate jobid", an admin drains one; not merely
+	// not responding, as every node is for a moment after a slurmctld
+	// restart) would wait out
+	// the timeout and leave its node unjudged. Such a job is cancelled and
+	// submitted again with peers usable now, at most kMaxRepicks times.
+	// Returns kKept (nothing done), kRepicked, or kLost (the new submission
+	// failed: the node is done, unjudged).
+	static constexpr int kMaxRepicks = 2;
+	enum Repick { kKept, kRepicked, kLost };
+	Repick repick_if_peer_lost(const std::string &node, Launched *l, const slurm::Job &j)
+	{
+		if (j.state != "PENDING" || l->repicks >= kMaxRepicks)
+			return kKept;
+		const auto &peers = outs_[l->outcome].peers;
+		if (peers.empty())
+			return kKept;
+		auto all = c_.nodes();
+		if (!all.ok())
+			return kKept;
+		std::string lost;
+		for (const auto &n : all.value())
+			if (std::find(peers.begin(), peers.end(), n.name) != peers.end() &&
+			    (n.drain || n.state == "DOWN"))
+				lost += (lost.empty() ? "" : ", ") + n.name +
+				        (n.reason.empty() ? "" : " ('" + n.reason + "')");
+		if (lost.empty())
+			return kKept;
+		log_info("node %s: admission job %u pending on peers no longer usable (%s); "
+		         "submitting it again with other peers",
+		         node.c_str(), l->job, lost.c_str());
+		Status st = c_.cancel(l->job);
+		if (!st.ok())
+			log_warn("node %s: %s", node.c_str(), st.message().c_str());
+		shrink(node);
+		l->repicks++;
+		std::string resv = reservation_name(o_.resv_base, node);
+		uint32_t job = submit(node, resv, &outs_[l->outcome].peers);
+		if (out_)
+			(*out_)[l->outcome].peers = outs_[l->outcome].peers;
+		if (!job) {
+			set_outcome(l->outcome, "not-submitted");
+			note(2);
+			return kLost;
+		}
+		l->job = job;
+		outs_[l->outcome].job = job;
+		if (out_)
+			(*out_)[l->outcome].job = job;
+		return kRepicked;
 	}
 
 	// A run that died (kill -9) may have left its admission job behind;
@@ -346,6 +400,20 @@ private:
 		while (!launched_.empty()) {
 			for (auto it = launched_.begin(); it != launched_.end();) {
 				auto j = c_.job(it->second.job);
+				Repick rp =
+				    j.ok() && j.value()
+				        ? repick_if_peer_lost(it->first, &it->second, *j.value())
+				        : kKept;
+				if (rp == kLost) {
+					it = launched_.erase(it);
+					continue;
+				}
+				if (rp == kRepicked) {
+					// The new job gets the whole timeout.
+					deadline = std::max(deadline, h_.now() + o_.timeout_s + 60);
+					++it;
+					continue;
+				}
 				if (!j.ok() || (j.value() && active(j.value()->state))) {
 					++it;
 					continue;

@@ -70,49 +70,52 @@ depth_profile() {
 	jq "$2" "$ONRAMP_REPO/etc/sim-profiles/healthy.json" >"$ONRAMP_PROFILES/$1.json"
 }
 
-@test "heat, power, NVLink errors and corrected ECC under load drain naming the GPU" {
-	depth_profile node5 '.gpus[2].temp_c = 92'
-	depth_profile node6 '.gpus[1].power_w = 760'
-	depth_profile node7 '.gpus[4].nvlink_errors = {"replay": 500}'
-	depth_profile node8 '.gpus[6].ecc_corrected = 5000'
-	reboot_nodes 'node[5-8]'
-	wait_for 120 "node5 drained" drained_with node5 '^onramp:GPU_TEMP_HIGH: gpu_depth: GPU 2 \(0000:[0-9a-f:.]+\) 92 C > 85 C under load'
-	wait_for 60 "node6 drained" drained_with node6 '^onramp:GPU_POWER_HIGH: gpu_depth: GPU 1 \(0000:[0-9a-f:.]+\) 760 W > 700 W under load'
-	wait_for 60 "node7 drained" drained_with node7 '^onramp:NVLINK_ERRORS: gpu_depth: GPU 4 \(0000:[0-9a-f:.]+\) NVLink replay errors \+500 during load'
-	wait_for 60 "node8 drained" drained_with node8 '^onramp:ECC_CORRECTED_HIGH: gpu_depth: GPU 6 \(0000:[0-9a-f:.]+\) 5000 volatile corrected ECC errors'
-	for n in node5 node6 node7 node8; do
+# drains_each (NODE JQ PATTERN)...: each NODE gets the healthy profile
+# changed by JQ; all are rebooted, and each must end drained with a reason
+# matching PATTERN (reasons are cut at 100 characters), its record FAIL,
+# not admitted. Then they are restored.
+drains_each() {
+	local nodes=() n wait=120
+	local -A pat
+	while [ $# -ge 3 ]; do
+		depth_profile "$1" "$2"
+		nodes+=("$1")
+		pat[$1]=$3
+		shift 3
+	done
+	reboot_nodes "$(IFS=,; echo "${nodes[*]}")"
+	for n in "${nodes[@]}"; do
+		wait_for "$wait" "$n drained" drained_with "$n" "${pat[$n]}"
+		wait=60
 		run ! node_admitted "$n"
 		[ "$(record_field "$n" status)" = FAIL ]
 	done
-	restore_nodes 'node[5-8]'
+	restore_nodes "$(IFS=,; echo "${nodes[*]}")"
+}
+
+# gpu N: the pattern of gpu_depth naming GPU N and its PCI address.
+gpu() {
+	echo "gpu_depth: GPU $1 \\(0000:[0-9a-f:.]+\\)"
+}
+
+@test "heat, power, NVLink errors and corrected ECC under load drain naming the GPU" {
+	drains_each \
+		node5 '.gpus[2].temp_c = 92' "^onramp:GPU_TEMP_HIGH: $(gpu 2) 92 C > 85 C under load" \
+		node6 '.gpus[1].power_w = 760' "^onramp:GPU_POWER_HIGH: $(gpu 1) 760 W > 700 W under load" \
+		node7 '.gpus[4].nvlink_errors = {"replay": 500}' "^onramp:NVLINK_ERRORS: $(gpu 4) NVLink replay errors \\+500 during load" \
+		node8 '.gpus[6].ecc_corrected = 5000' "^onramp:ECC_CORRECTED_HIGH: $(gpu 6) 5000 volatile corrected ECC errors"
 }
 
 @test "remapped rows, short memory, persistence off and a stray process drain naming the GPU" {
-	depth_profile node5 '.gpus[0].remapped_rows = 40'
-	depth_profile node6 '.gpus[7].memory_mib = 81920'
-	depth_profile node7 '.gpus[2].persistence = false'
-	depth_profile node8 '.gpus[5].processes = [4242]'
-	reboot_nodes 'node[5-8]'
-	wait_for 120 "node5 drained" drained_with node5 '^onramp:ROW_REMAP_HIGH: gpu_depth: GPU 0 \(0000:[0-9a-f:.]+\) 40 remapped rows > 16'
-	wait_for 60 "node6 drained" drained_with node6 '^onramp:GPU_MEMORY: gpu_depth: GPU 7 \(0000:[0-9a-f:.]+\) 81920 MiB < 143000 MiB'
-	wait_for 60 "node7 drained" drained_with node7 '^onramp:PERSISTENCE_OFF: gpu_depth: GPU 2 \(0000:[0-9a-f:.]+\) persistence mode off'
-	wait_for 60 "node8 drained" drained_with node8 '^onramp:GPU_FOREIGN_PROCESS: gpu_depth: GPU 5 \(0000:[0-9a-f:.]+\) runs process 4242'
-	for n in node5 node6 node7 node8; do
-		run ! node_admitted "$n"
-		[ "$(record_field "$n" status)" = FAIL ]
-	done
-	restore_nodes 'node[5-8]'
+	drains_each \
+		node5 '.gpus[0].remapped_rows = 40' "^onramp:ROW_REMAP_HIGH: $(gpu 0) 40 remapped rows > 16" \
+		node6 '.gpus[7].memory_mib = 81920' "^onramp:GPU_MEMORY: $(gpu 7) 81920 MiB < 143000 MiB" \
+		node7 '.gpus[2].persistence = false' "^onramp:PERSISTENCE_OFF: $(gpu 2) persistence mode off" \
+		node8 '.gpus[5].processes = [4242]' "^onramp:GPU_FOREIGN_PROCESS: $(gpu 5) runs process 4242"
 }
 
 @test "a port trained to 2X and one at MTU 1024 drain naming HCA and port" {
-	depth_profile node5 '.nics[6].ports[0].rate = "400 Gb/sec (2X XDR)"'
-	depth_profile node6 '.nics[1].ports[0].active_mtu = 1024'
-	reboot_nodes 'node[5-6]'
-	wait_for 120 "node5 drained" drained_with node5 '^onramp:PORT_WIDTH_LOW: fabric: mlx5_6 port 1 width 2X < 4X'
-	wait_for 60 "node6 drained" drained_with node6 '^onramp:PORT_MTU_LOW: fabric: mlx5_1 port 1 active MTU 1024 < 4096'
-	for n in node5 node6; do
-		run ! node_admitted "$n"
-		[ "$(record_field "$n" status)" = FAIL ]
-	done
-	restore_nodes 'node[5-6]'
+	drains_each \
+		node5 '.nics[6].ports[0].rate = "400 Gb/sec (2X XDR)"' '^onramp:PORT_WIDTH_LOW: fabric: mlx5_6 port 1 width 2X < 4X' \
+		node6 '.nics[1].ports[0].active_mtu = 1024' '^onramp:PORT_MTU_LOW: fabric: mlx5_1 port 1 active MTU 1024 < 4096'
 }

@@ -189,6 +189,46 @@ void a_timed_out_admission_is_cancelled_and_shrunk_back(void **)
 	assert_true(f.t - t0 > 120 && f.t - t0 < 123);
 }
 
+// fault-campaign trial 1 (seed 202): slurmctld SIGKILLed during an
+// admission came back from older state and drained a peer "Duplicate
+// jobid"; the admission job, pending on that peer, waited out its timeout
+// and left the node unjudged in its reservation. A job pending on a peer
+// no longer usable is now submitted again with usable peers.
+void a_job_pending_on_a_lost_peer_is_submitted_again_with_others(void **)
+{
+	Fixture f;
+	f.s.on_poll = [&f](FakeSlurm::FakeJob &j) {
+		if (j.job.id == 100) { // pending, and its peer node2 drained by Slurm
+			f.s.nodes_["node2"].drain = true;
+			f.s.nodes_["node2"].reason = "Duplicate jobid";
+			return;
+		}
+		j.job.state = "COMPLETED";
+		j.job.exit_status = 0;
+	};
+	double t0 = f.t;
+	assert_int_equal(f.run(), 0);
+	assert_int_equal(f.s.submitted.size(), 2);
+	assert_string_equal(f.s.submitted[0].nodes.c_str(), "node1,node2,node3");
+	assert_true(f.did("cancel 100"));
+	assert_string_equal(f.s.submitted[1].nodes.c_str(), "node1,node3,node4");
+	assert_string_equal(f.out[0].result.c_str(), "admitted");
+	assert_true(f.s.resvs_.empty());
+	// Slurm's drain of the peer is not onramp's: left as it is.
+	assert_true(f.s.nodes_["node2"].drain);
+	assert_string_equal(f.s.nodes_["node2"].reason.c_str(), "Duplicate jobid");
+	assert_true(f.t - t0 < 60); // not the timeout
+	// A job whose peers stay lost is submitted again at most twice.
+	Fixture g;
+	g.s.on_poll = [&g](FakeSlurm::FakeJob &) {
+		for (const char *n : {"node2", "node3", "node4"})
+			g.s.nodes_[n].drain = true;
+	};
+	g.o.peer_wait_s = 0;
+	assert_int_equal(g.run(), 2);
+	assert_true(g.s.submitted.size() <= 3);
+}
+
 void a_submit_failure_returns_the_peers_at_once(void **)
 {
 	Fixture f;
@@ -479,6 +519,7 @@ int main(void)
 	    cmocka_unit_test(an_admins_drain_during_the_test_is_kept),
 	    cmocka_unit_test(could_not_judge_keeps_the_node_in_its_shrunk_reservation),
 	    cmocka_unit_test(a_timed_out_admission_is_cancelled_and_shrunk_back),
+	    cmocka_unit_test(a_job_pending_on_a_lost_peer_is_submitted_again_with_others),
 	    cmocka_unit_test(a_submit_failure_returns_the_peers_at_once),
 	    cmocka_unit_test(with_no_admitted_peer_new_nodes_are_paired_with_each_other),
 	    cmocka_unit_test(a_stale_job_is_cancelled_and_a_locked_node_skipped),
