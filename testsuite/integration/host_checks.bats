@@ -74,6 +74,17 @@ check_field() {
 		"$ONRAMP_CLUSTER_DIR/nodes/$1/onramp/admission.json"
 }
 
+# failed_then_healthy NODE...: each NODE is not admitted and its record
+# says FAIL; its host tree is made healthy again.
+failed_then_healthy() {
+	local n
+	for n in "$@"; do
+		run ! node_admitted "$n"
+		[ "$(record_field "$n" status)" = FAIL ]
+		healthy_host "$n"
+	done
+}
+
 @test "a healthy host passes the host and dcgm checks and is admitted" {
 	local node=node4
 	wait_for 60 "$node idle and admitted" admitted_idle "$node"
@@ -107,11 +118,7 @@ check_field() {
 	wait_for 60 "node6 drained" drained_with node6 '^onramp:SERVICE_INACTIVE: host: nvidia-fabricmanager is inactive'
 	wait_for 60 "node7 drained" drained_with node7 '^onramp:DCGM_SM_STRESS: dcgm: .*SM Stress GPU 3'
 	wait_for 60 "node8 drained" drained_with node8 '^onramp:CLOCK_OFFSET: host: offset 0.500000 s'
-	for n in node5 node6 node7 node8; do
-		run ! node_admitted "$n"
-		[ "$(record_field "$n" status)" = FAIL ]
-		healthy_host "$n"
-	done
+	failed_then_healthy node5 node6 node7 node8
 	restore_nodes 'node[5-8]'
 }
 
@@ -174,11 +181,7 @@ check_field() {
 	run "$ONRAMPCTL" admit node8
 	echo "$output"
 	wait_for 60 "node8 drained" drained_with node8 '^onramp:MOUNT_FULL: host: /data [0-9.]+ GiB free < 1e\+09 GiB'
-	for n in node5 node6 node7 node8; do
-		run ! node_admitted "$n"
-		[ "$(record_field "$n" status)" = FAIL ]
-		healthy_host "$n"
-	done
+	failed_then_healthy node5 node6 node7 node8
 	cp -p "$h/onramp.conf.before" "$conf"
 	# node5's and node6's slurmd read the test's BaselineDir when they
 	# booted: judged against it, a record made under the restored baseline

@@ -216,6 +216,16 @@ static void a_symlink_swapped_in_after_the_check_gets_no_history(void **)
 	assert_true(ok > 0); // the real directory was written to in between
 }
 
+// t/victim/secret, root's, in a root-only directory: "precious root data".
+static void plant_secret(const std::string &t)
+{
+	assert_int_equal(mkdir((t + "/victim").c_str(), 0700), 0);
+	FILE *f = fopen((t + "/victim/secret").c_str(), "w");
+	assert_non_null(f);
+	fputs("precious root data\n", f);
+	fclose(f);
+}
+
 // SlurmUser may own <StateDir>/fleet's parent and put its own fleet/ there
 // with NODE.json as a symlink to a root-only file: root's reader of the
 // fleet (every admission, onrampctl diagnose) opened the target and quoted
@@ -231,10 +241,7 @@ static void root_reads_no_history_through_a_symlink(void **)
 	p.dir = t + "/fleet";
 	assert_int_equal(mkdir(p.dir.c_str(), 0755), 0);
 	assert_true(append_history(p, entry_of(passing_verdict("n1", 100))).ok());
-	assert_int_equal(mkdir((t + "/victim").c_str(), 0700), 0);
-	FILE *f = fopen((t + "/victim/secret").c_str(), "w");
-	fputs("precious root data\n", f);
-	fclose(f);
+	plant_secret(t);
 	assert_int_equal(symlink((t + "/victim/secret").c_str(), (p.dir + "/x1.json").c_str()), 0);
 	std::vector<std::string> warnings;
 	auto fleet = load_fleet(p, time(nullptr), &warnings);
@@ -271,10 +278,7 @@ static void root_reads_no_probe_results_through_a_symlink(void **)
 	assert_true(read_probe_results(p)->empty());
 	assert_true(record_probe_results(p, {{"n1", "n2", 40.0, "2026-12-07T00:00:00Z"}}).ok());
 	assert_int_equal(read_probe_results(p)->size(), 1);
-	assert_int_equal(mkdir((t + "/victim").c_str(), 0700), 0);
-	FILE *f = fopen((t + "/victim/secret").c_str(), "w");
-	fputs("precious root data\n", f);
-	fclose(f);
+	plant_secret(t);
 	std::string res = p.dir + "/probe/results.json";
 	assert_int_equal(unlink(res.c_str()), 0);
 	assert_int_equal(symlink((t + "/victim/secret").c_str(), res.c_str()), 0);
