@@ -1,5 +1,6 @@
 #include "campaign/driver.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <climits>
 #include <csignal>
@@ -644,6 +645,12 @@ Result<Outcome> Driver::run_smokes(const std::string &id, const Validation &v, s
 		if (!v.smoke_command.empty())
 			b.command.push_back(v.smoke_command);
 		auto job = s_.submit(b);
+		for (int64_t until = now() + set_.submit_retry_s; !job.ok() && now() < until;) {
+			log_info("campaign %s: rack %s: smoke job refused (%s); trying again",
+			         id.c_str(), sm.rack.c_str(), job.status().message().c_str());
+			clock_.sleep(std::max(set_.poll_s, 5.0));
+			job = s_.submit(b);
+		}
 		if (!job.ok()) {
 			const std::string m = job.status().message();
 			if (!(st = j_.set_smoke(

@@ -95,6 +95,11 @@ struct Settings {
 	// A cross-rack pair job's whole wait: its 10 min time limit and
 	// 5 min to be scheduled; then it is cancelled, the pair inconclusive.
 	int64_t pair_wait_s = 900;
+	// A smoke job's submission refused is tried again for this long (a
+	// controller restarted from older state shows AdmittedFeature on no
+	// node until the nodes register again: "Invalid feature
+	// specification"); then the rack fails.
+	int64_t submit_retry_s = 60;
 };
 
 // Settings from onramp.conf (AdmittedFeature, AdmissionReservation), the

@@ -442,6 +442,11 @@ Result<uint32_t> FakeSlurm::submit(const BatchJob &b)
 		return st;
 	if (!submit_error.empty())
 		return Status::Error(submit_error);
+	if (refuse_submit) {
+		std::string why = refuse_submit(b);
+		if (!why.empty())
+			return Status::Error(why);
+	}
 	uint32_t id = next_job++;
 	FakeJob &j = jobs_[id];
 	j.job.id = id;

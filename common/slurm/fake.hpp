@@ -32,6 +32,8 @@ public:
 	// with the next id from next_job and name, "submit NAME" is an action,
 	// submitted keeps b and on_submit is called (the test runs the job).
 	std::string submit_error;
+	// When set: a non-empty answer refuses that submission with it.
+	std::function<std::string(const BatchJob &)> refuse_submit;
 	uint32_t next_job = 100;
 	std::vector<BatchJob> submitted;
 	std::function<void(FakeJob &, const BatchJob &)> on_submit;

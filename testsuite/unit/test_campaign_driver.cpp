@@ -487,6 +487,59 @@ void pairs_and_smoke_jobs_then_done_and_a_failed_rack_reruns_alone(void **)
 	assert_int_equal(w.reboots().size(), 4);
 }
 
+// fault-campaign (seed 202, trial 3): slurmctld killed with SIGKILL
+// during an expansion came back from older state, where no node had
+// AdmittedFeature active yet; the smoke jobs were refused "Invalid feature
+// specification" and the campaign paused. A refused smoke job is tried
+// again for Settings::submit_retry_s; a refusal that lasts still fails the
+// rack, naming the error.
+void a_smoke_job_refused_for_a_while_is_submitted_again(void **)
+{
+	std::string dir = tmpdir();
+	World w;
+	const int64_t until = w.t + 30; // the nodes register again by then
+	w.fs.refuse_submit = [&](const slurm::BatchJob &b) {
+		return b.name.compare(0, 13, "onramp-smoke:") == 0 && w.t < until
+		           ? "Batch job submission failed: Invalid feature specification"
+		           : "";
+	};
+	w.fs.on_submit = [&](FakeSlurm::FakeJob &j, const slurm::BatchJob &b) {
+		FILE *f = fopen(b.output.c_str(), "w");
+		assert_non_null(f);
+		fputs(j.job.name.compare(0, 12, "onramp-pair:") == 0 ? "{\"detail\": \"ok\"}\n"
+		                                                     : "verdict: pass: 2 nodes\n",
+		      f);
+		fclose(f);
+		j.job.state = "COMPLETED";
+		j.job.exit_status = 0;
+	};
+	C1 c(dir, w);
+	std::string why;
+	auto out = c.d.run("c1", c.v, &why);
+	assert_true(out.ok());
+	assert_true(out.value() == Outcome::Done);
+	assert_true(w.t >= until);
+	// Refused for good: the rack fails after the retries, naming why.
+	std::string dir2 = tmpdir();
+	World w2;
+	w2.fs.refuse_submit = [](const slurm::BatchJob &b) {
+		return b.name.compare(0, 13, "onramp-smoke:") == 0
+		           ? "Batch job submission failed: Invalid account"
+		           : "";
+	};
+	w2.fs.on_submit = w.fs.on_submit;
+	C1 c2(dir2, w2);
+	int64_t t0 = w2.t;
+	out = c2.d.run("c1", c2.v, &why);
+	assert_true(out.ok());
+	assert_true(out.value() == Outcome::Paused);
+	assert_contains(why, "cannot submit the smoke job");
+	assert_contains(why, "Invalid account");
+	assert_true(w2.t - t0 >= 60);
+	remove_dir(dir);
+	remove_dir(dir2);
+}
+
 // On a site StateDir/expand is SlurmUser's: a pair's or smoke job's output
 // name that is a symlink (to a root-only file) is never read by root; the
 // pair and the rack are judged on the jobs' exit status alone.
@@ -615,6 +668,7 @@ int main()
 	    cmocka_unit_test(a_node_not_back_in_time_is_drained_boot_timeout),
 	    cmocka_unit_test(a_journal_left_by_the_old_tool_mid_wave_is_finished),
 	    cmocka_unit_test(pairs_and_smoke_jobs_then_done_and_a_failed_rack_reruns_alone),
+	    cmocka_unit_test(a_smoke_job_refused_for_a_while_is_submitted_again),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
