@@ -467,6 +467,35 @@ bool Driver::admission_queued(const std::string &node)
 	return false;
 }
 
+// An admission run killed before it released its reservation, or a
+// slurmctld restarted from state saved before the release, leaves an
+// admitted node in its admission reservation (MAINT, widened with the
+// peers it borrowed): the smoke job, which must run as a user's would,
+// then waits on reserved nodes until its timeout. Nothing else is using
+// that reservation once the node is admitted and no admission job of it
+// is queued.
+void Driver::release_stale_reservations(const std::string &id, const std::string &nodes)
+{
+	auto hosts = hostlist_expand(nodes);
+	auto resv = s_.reservations();
+	if (!hosts.ok() || !resv.ok())
+		return;
+	for (const auto &n : hosts.value()) {
+		if (!resv->count(resv_of(n)))
+			continue;
+		auto node = s_.node(n);
+		if (!node.ok() || !node->has_value() ||
+		    !slurm::has_feature(node->value().features_active, set_.feature) ||
+		    admission_queued(n))
+			continue;
+		Status st = s_.delete_reservation(resv_of(n));
+		log_info("campaign %s: node %s is admitted but still in %s (a run killed before "
+		         "releasing it, or a controller restarted from older state): %s",
+		         id.c_str(), n.c_str(), resv_of(n).c_str(),
+		         st.ok() ? "released" : st.message().c_str());
+	}
+}
+
 Result<Outcome> Driver::run_waves(const std::string &id, std::string *why)
 {
 	for (;;) {
@@ -632,6 +661,7 @@ Result<Outcome> Driver::run_smokes(const std::string &id, const Validation &v, s
 				continue;
 			}
 		}
+		release_stale_reservations(id, sm.nodes);
 		auto hosts = hostlist_expand(sm.nodes);
 		slurm::BatchJob b;
 		b.name = "onramp-smoke:" + id + ":" + sm.rack;

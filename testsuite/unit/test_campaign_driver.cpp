@@ -21,6 +21,7 @@
 
 #include "atomic_file.hpp"
 #include "campaign/driver.hpp"
+#include "hostlist.hpp"
 #include "slurm/fake.hpp"
 
 using namespace onramp;
@@ -540,6 +541,49 @@ void a_smoke_job_refused_for_a_while_is_submitted_again(void **)
 	remove_dir(dir2);
 }
 
+// fault-campaign (seed 202, trial 60): the flow killed with SIGKILL during
+// an admission and slurmctld restarted left node2's and node6's admission
+// reservations, widened with their peers, although both nodes were
+// admitted; the campaign resumed, and its smoke jobs waited on reserved
+// nodes. An admitted node's admission reservation with no admission job
+// queued is released before its rack's smoke job.
+void an_admitted_nodes_leftover_reservation_is_released_before_the_smoke_job(void **)
+{
+	std::string dir = tmpdir();
+	World w;
+	std::vector<std::string> resvs_at_smoke;
+	w.fs.on_submit = [&](FakeSlurm::FakeJob &j, const slurm::BatchJob &b) {
+		const bool pair = j.job.name.compare(0, 12, "onramp-pair:") == 0;
+		if (pair) // the leftovers, as the restarted controller shows them
+			for (const char *n : {"node1", "node6"})
+				w.fs.resvs_[std::string("onramp_admission_") + n] = {
+				    std::string("onramp_admission_") + n,
+				    std::string(n) + ",node2"};
+		else { // the smoke job's own nodes must be out of them
+			auto hosts = hostlist_expand(b.nodes);
+			assert_true(hosts.ok());
+			for (const auto &n : hosts.value())
+				if (w.fs.resvs_.count("onramp_admission_" + n))
+					resvs_at_smoke.push_back(n);
+		}
+		FILE *f = fopen(b.output.c_str(), "w");
+		assert_non_null(f);
+		fputs(pair ? "{\"detail\": \"ok\"}\n" : "verdict: pass: 2 nodes\n", f);
+		fclose(f);
+		j.job.state = "COMPLETED";
+		j.job.exit_status = 0;
+	};
+	C1 c(dir, w);
+	std::string why;
+	auto out = c.d.run("c1", c.v, &why);
+	assert_true(out.ok());
+	assert_true(out.value() == Outcome::Done);
+	assert_int_equal(resvs_at_smoke.size(), 0);
+	assert_true(std::find(w.fs.actions.begin(), w.fs.actions.end(),
+	                      "unreserve onramp_admission_node1") != w.fs.actions.end());
+	remove_dir(dir);
+}
+
 // On a site StateDir/expand is SlurmUser's: a pair's or smoke job's output
 // name that is a symlink (to a root-only file) is never read by root; the
 // pair and the rack are judged on the jobs' exit status alone.
@@ -669,6 +713,8 @@ int main()
 	    cmocka_unit_test(a_journal_left_by_the_old_tool_mid_wave_is_finished),
 	    cmocka_unit_test(pairs_and_smoke_jobs_then_done_and_a_failed_rack_reruns_alone),
 	    cmocka_unit_test(a_smoke_job_refused_for_a_while_is_submitted_again),
+	    cmocka_unit_test(
+	        an_admitted_nodes_leftover_reservation_is_released_before_the_smoke_job),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
