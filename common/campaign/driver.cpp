@@ -554,14 +554,39 @@ std::optional<slurm::Job> Driver::wait_job(uint32_t id, int64_t limit_s, bool *t
 	}
 }
 
-void Driver::run_pair(const std::string &id, int i, const PairRow &p, const Validation &v)
+// The campaign's cross-rack pair reservations: <AdmissionReservation>_pair_<id>_<i>,
+// the id's characters other than letters and digits as '_'.
+std::string Driver::pair_resv_prefix(const std::string &id) const
 {
 	std::string safe_id = id;
 	for (char &c : safe_id)
 		if (!isalnum(static_cast<unsigned char>(c)))
 			c = '_';
-	const std::string resv =
-	    strprintf("%s_pair_%s_%d", set_.reservation.c_str(), safe_id.c_str(), i);
+	return set_.reservation + "_pair_" + safe_id + "_";
+}
+
+// Once the pairs are recorded none of their reservations is in use; one
+// still there was brought back by a slurmctld restarted from state saved
+// before its deletion (MAINT on a pair of new nodes: the smoke jobs would
+// wait on it).
+void Driver::release_pair_reservations(const std::string &id)
+{
+	auto resv = s_.reservations();
+	if (!resv.ok())
+		return;
+	const std::string prefix = pair_resv_prefix(id);
+	for (const auto &r : resv.value()) {
+		if (r.compare(0, prefix.size(), prefix) != 0)
+			continue;
+		Status st = s_.delete_reservation(r);
+		log_info("campaign %s: pair reservation %s still there after the pairs: %s",
+		         id.c_str(), r.c_str(), st.ok() ? "released" : st.message().c_str());
+	}
+}
+
+void Driver::run_pair(const std::string &id, int i, const PairRow &p, const Validation &v)
+{
+	const std::string resv = pair_resv_prefix(id) + std::to_string(i);
 	const int64_t t0 = now();
 	auto have = s_.reservations();
 	if (!have.ok() || !have->count(resv)) {
@@ -653,7 +678,15 @@ Result<Outcome> Driver::run_smokes(const std::string &id, const Validation &v, s
 		auto known = parse_int(sm.job, 1, UINT32_MAX);
 		if (sm.result == "running" && known.ok()) {
 			auto j = s_.job(static_cast<uint32_t>(known.value()));
-			if (j.ok() && j->has_value()) {
+			// A slurmctld that lost its last seconds of state gives ids
+			// again: the id journaled may now be another job's.
+			if (j.ok() && j->has_value() &&
+			    j->value().name != "onramp-smoke:" + id + ":" + sm.rack) {
+				log_info("campaign %s: rack %s: smoke job %s is now another job "
+				         "('%s'): submitting the rack's again",
+				         id.c_str(), sm.rack.c_str(), sm.job.c_str(),
+				         j->value().name.c_str());
+			} else if (j.ok() && j->has_value()) {
 				running[sm.rack] = {static_cast<uint32_t>(known.value()), now(),
 				                    out, sm.nodes};
 				log_info("campaign %s: rack %s: waiting for smoke job %s",
@@ -662,6 +695,7 @@ Result<Outcome> Driver::run_smokes(const std::string &id, const Validation &v, s
 			}
 		}
 		release_stale_reservations(id, sm.nodes);
+		release_pair_reservations(id);
 		auto hosts = hostlist_expand(sm.nodes);
 		slurm::BatchJob b;
 		b.name = "onramp-smoke:" + id + ":" + sm.rack;

@@ -184,6 +184,8 @@ private:
 	// Admission reservations still held by admitted nodes with no
 	// admission job queued are deleted (their borrowed peers with them).
 	void release_stale_reservations(const std::string &id, const std::string &nodes);
+	std::string pair_resv_prefix(const std::string &id) const;
+	void release_pair_reservations(const std::string &id);
 	// The job once it ended; nullopt when it is gone, or still not ended
 	// after limit_s seconds (then cancelled, and *timed_out set).
 	std::optional<slurm::Job> wait_job(uint32_t id, int64_t limit_s, bool *timed_out);

@@ -584,6 +584,54 @@ void an_admitted_nodes_leftover_reservation_is_released_before_the_smoke_job(voi
 	remove_dir(dir);
 }
 
+// fault-campaign (seed 202, second run, trial 3): after a kill -9 of
+// slurmctld the id journaled for leaf3's smoke job was given again to
+// leaf1's new one, and leaf3 waited on it; and a pair reservation the
+// controller brought back kept MAINT on the pair's nodes. A journaled
+// smoke job is adopted only under its own name, and the campaign's pair
+// reservations are released once the pairs are recorded.
+void a_reused_smoke_job_id_and_a_pair_reservation_brought_back_are_not_trusted(void **)
+{
+	std::string dir = tmpdir();
+	World w;
+	bool leaf2_fails = true;
+	w.fs.on_submit = [&](FakeSlurm::FakeJob &j, const slurm::BatchJob &b) {
+		const bool pair = j.job.name.compare(0, 12, "onramp-pair:") == 0;
+		const bool bad = j.job.name == "onramp-smoke:c1:leaf2" && leaf2_fails;
+		FILE *f = fopen(b.output.c_str(), "w");
+		assert_non_null(f);
+		fputs(pair  ? "{\"detail\": \"ok\"}\n"
+		      : bad ? "verdict: fail: x\n"
+		            : "verdict: pass\n",
+		      f);
+		fclose(f);
+		j.job.state = bad ? "FAILED" : "COMPLETED";
+		j.job.exit_status = bad ? 1 : 0;
+	};
+	C1 c(dir, w);
+	std::string why;
+	auto out = c.d.run("c1", c.v, &why);
+	assert_true(out.ok() && out.value() == Outcome::Paused);
+	// leaf2's row says running as job 100, which is now another job (the
+	// first pair job's id); a pair reservation is back.
+	uint32_t other = w.fs.jobs_.begin()->first;
+	assert_string_not_equal(w.fs.jobs_.begin()->second.job.name.c_str(),
+	                        "onramp-smoke:c1:leaf2");
+	w.fs.jobs_.begin()->second.job.state = "RUNNING";
+	assert_true(c.j->set_smoke("c1", "leaf2", std::to_string(other), "running", "", w.t).ok());
+	w.fs.resvs_["onramp_admission_pair_c1_1"] = {"onramp_admission_pair_c1_1", "node1,node6"};
+	leaf2_fails = false;
+	out = c.d.run("c1", c.v, &why);
+	assert_true(out.ok());
+	assert_true(out.value() == Outcome::Done);
+	int leaf2 = 0;
+	for (const auto &a : w.fs.actions)
+		leaf2 += a == "submit onramp-smoke:c1:leaf2";
+	assert_int_equal(leaf2, 2); // submitted again, not the other job waited on
+	assert_int_equal(w.fs.resvs_.count("onramp_admission_pair_c1_1"), 0);
+	remove_dir(dir);
+}
+
 // On a site StateDir/expand is SlurmUser's: a pair's or smoke job's output
 // name that is a symlink (to a root-only file) is never read by root; the
 // pair and the rack are judged on the jobs' exit status alone.
@@ -715,6 +763,8 @@ int main()
 	    cmocka_unit_test(a_smoke_job_refused_for_a_while_is_submitted_again),
 	    cmocka_unit_test(
 	        an_admitted_nodes_leftover_reservation_is_released_before_the_smoke_job),
+	    cmocka_unit_test(
+	        a_reused_smoke_job_id_and_a_pair_reservation_brought_back_are_not_trusted),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
