@@ -488,6 +488,23 @@ void pairs_and_smoke_jobs_then_done_and_a_failed_rack_reruns_alone(void **)
 	assert_int_equal(w.reboots().size(), 4);
 }
 
+// A pair or smoke job of the campaign ends at once: its output written
+// (a pair's detail; the smoke job's verdict), COMPLETED, or FAILED when
+// the smoke job does not pass.
+static void job_ends(FakeSlurm::FakeJob &j, const slurm::BatchJob &b, bool pass = true)
+{
+	const bool pair = j.job.name.compare(0, 12, "onramp-pair:") == 0;
+	FILE *f = fopen(b.output.c_str(), "w");
+	assert_non_null(f);
+	fputs(pair   ? "{\"detail\": \"ok\"}\n"
+	      : pass ? "verdict: pass: 2 nodes\n"
+	             : "verdict: fail: x\n",
+	      f);
+	fclose(f);
+	j.job.state = pair || pass ? "COMPLETED" : "FAILED";
+	j.job.exit_status = pair || pass ? 0 : 1;
+}
+
 // fault-campaign (seed 202, trial 3): slurmctld killed with SIGKILL
 // during an expansion came back from older state, where no node had
 // AdmittedFeature active yet; the smoke jobs were refused "Invalid feature
@@ -504,16 +521,7 @@ void a_smoke_job_refused_for_a_while_is_submitted_again(void **)
 		           ? "Batch job submission failed: Invalid feature specification"
 		           : "";
 	};
-	w.fs.on_submit = [&](FakeSlurm::FakeJob &j, const slurm::BatchJob &b) {
-		FILE *f = fopen(b.output.c_str(), "w");
-		assert_non_null(f);
-		fputs(j.job.name.compare(0, 12, "onramp-pair:") == 0 ? "{\"detail\": \"ok\"}\n"
-		                                                     : "verdict: pass: 2 nodes\n",
-		      f);
-		fclose(f);
-		j.job.state = "COMPLETED";
-		j.job.exit_status = 0;
-	};
+	w.fs.on_submit = [](FakeSlurm::FakeJob &j, const slurm::BatchJob &b) { job_ends(j, b); };
 	C1 c(dir, w);
 	std::string why;
 	auto out = c.d.run("c1", c.v, &why);
@@ -566,12 +574,7 @@ void an_admitted_nodes_leftover_reservation_is_released_before_the_smoke_job(voi
 				if (w.fs.resvs_.count("onramp_admission_" + n))
 					resvs_at_smoke.push_back(n);
 		}
-		FILE *f = fopen(b.output.c_str(), "w");
-		assert_non_null(f);
-		fputs(pair ? "{\"detail\": \"ok\"}\n" : "verdict: pass: 2 nodes\n", f);
-		fclose(f);
-		j.job.state = "COMPLETED";
-		j.job.exit_status = 0;
+		job_ends(j, b);
 	};
 	C1 c(dir, w);
 	std::string why;
@@ -596,17 +599,7 @@ void a_reused_smoke_job_id_and_a_pair_reservation_brought_back_are_not_trusted(v
 	World w;
 	bool leaf2_fails = true;
 	w.fs.on_submit = [&](FakeSlurm::FakeJob &j, const slurm::BatchJob &b) {
-		const bool pair = j.job.name.compare(0, 12, "onramp-pair:") == 0;
-		const bool bad = j.job.name == "onramp-smoke:c1:leaf2" && leaf2_fails;
-		FILE *f = fopen(b.output.c_str(), "w");
-		assert_non_null(f);
-		fputs(pair  ? "{\"detail\": \"ok\"}\n"
-		      : bad ? "verdict: fail: x\n"
-		            : "verdict: pass\n",
-		      f);
-		fclose(f);
-		j.job.state = bad ? "FAILED" : "COMPLETED";
-		j.job.exit_status = bad ? 1 : 0;
+		job_ends(j, b, !(j.job.name == "onramp-smoke:c1:leaf2" && leaf2_fails));
 	};
 	C1 c(dir, w);
 	std::string why;
